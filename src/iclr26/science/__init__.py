@@ -1,0 +1,1 @@
+"""Scientific machine learning: neural force fields and symmetry (equivariance-scaling), and later science papers."""

@@ -1,0 +1,169 @@
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from iclr26.lenses.dispersion import (
+    PushAway,
+    PushAwayConfig,
+    binned_pearson,
+    cross_dispersion,
+    dispersion,
+    dispersion_gap,
+    dispersion_pairwise,
+    knn_lm_logprobs,
+    segment_stats,
+)
+
+
+def test_hand_computed_cases():
+    e1, e2 = torch.eye(3)[0], torch.eye(3)[1]
+    assert dispersion(torch.stack([e1, e1, e1])).item() == pytest.approx(0.0, abs=1e-6)
+    assert dispersion(torch.stack([e1, -e1])).item() == pytest.approx(2.0)  # 1 − cos(π) = 2
+    assert dispersion(torch.stack([e1, e2])).item() == pytest.approx(1.0)
+    # three vectors: pairs (e1,e1)=0, (e1,e2)=1, (e1,e2)=1 → mean 2/3
+    assert dispersion(torch.stack([e1, e1 * 5, e2])).item() == pytest.approx(2 / 3)
+
+
+def test_fast_equals_pairwise_and_high_dim_random_is_one():
+    g = torch.Generator().manual_seed(0)
+    h = torch.randn(50, 16, generator=g) + 0.5
+    assert dispersion(h).item() == pytest.approx(dispersion_pairwise(h).item(), abs=1e-5)
+    assert dispersion(torch.randn(200, 4096, generator=g)).item() == pytest.approx(1.0, abs=0.01)
+
+
+def test_mask_and_errors():
+    h = torch.stack([torch.eye(2)[0], torch.eye(2)[0], torch.eye(2)[1]])
+    assert dispersion(h, mask=torch.tensor([1, 1, 0])).item() == pytest.approx(0.0, abs=1e-6)
+    with pytest.raises(ValueError, match="at least 2"):
+        dispersion(h[:1])
+    with pytest.raises(ValueError, match=r"\[N, d\]"):
+        dispersion(torch.zeros(2, 3, 4))
+
+
+def test_cross_dispersion_and_gap_scale_invariance():
+    a, b = torch.randn(10, 8), torch.randn(12, 8)
+    brute = np.mean([1 - torch.cosine_similarity(x, y, dim=0).item() for x in a for y in b])
+    assert cross_dispersion(a, b).item() == pytest.approx(brute, abs=1e-5)
+    e = torch.randn(30, 8)
+    assert dispersion_gap(e, range(5), range(5, 30)) == pytest.approx(
+        dispersion_gap(7 * e, range(5), range(5, 30)), abs=1e-5
+    )
+
+
+def test_binned_pearson():
+    ppl = np.arange(1, 41, dtype=float)
+    assert binned_pearson(ppl, -ppl, 4) == pytest.approx(-1.0)
+    assert binned_pearson(ppl, 2 * ppl + 1, 4) == pytest.approx(1.0)
+    with pytest.raises(ValueError, match="too few"):
+        binned_pearson(ppl[:5], ppl[:5], 4)
+
+
+def test_segment_stats_match_manual_computation():
+    from iclr26.lm.tiny import tiny_model
+
+    model = tiny_model("llama", vocab_size=40, d_model=16, n_layers=2, n_heads=2, max_len=16)
+    ids = torch.randint(4, 40, (3, 10), generator=torch.Generator().manual_seed(1))
+    s = segment_stats(model, ids)
+    out = model(ids, labels=ids[1:2], output_hidden_states=True) if False else model(ids, output_hidden_states=True)
+    logits = out.logits[1].float()
+    nll = torch.nn.functional.cross_entropy(logits[:-1], ids[1, 1:])
+    assert s["ppl"][1] == pytest.approx(math.exp(nll.item()), rel=1e-4)
+    assert s["disp"].shape == (3, 3)
+    assert s["disp"][2, -1] == pytest.approx(dispersion_pairwise(out.hidden_states[-1][2, 1:]).item(), abs=1e-5)
+
+
+def test_push_away_raises_dispersion_and_zero_lambda_is_a_no_op():
+    h = torch.randn(64, 8) * 0.1 + torch.tensor([1.0] + [0.0] * 7)
+    h.requires_grad_(True)
+    loss = PushAway(PushAwayConfig(lam=1.0)).aux(h)
+    assert loss.item() == pytest.approx(-dispersion(h).item())
+    loss.backward()
+    with torch.no_grad():
+        h2 = h - 0.5 * h.grad
+    assert dispersion(h2) > dispersion(h)  # a gradient step on L_aux spreads the vectors out
+    dom = torch.tensor([0] * 32 + [1] * 32)
+    assert PushAway(PushAwayConfig(lam=1.0, mode="cross")).aux(h, dom).item() == pytest.approx(
+        -cross_dispersion(h[:32], h[32:]).item()
+    )
+    with pytest.raises(ValueError, match="lam"):
+        PushAwayConfig(lam=-1)
+    with pytest.raises(ValueError, match="mode"):
+        PushAwayConfig(mode="both")
+
+
+def test_push_away_lambda_zero_training_is_bit_identical():
+    from iclr26.lm.tiny import tiny_model
+
+    def train(extra):
+        torch.manual_seed(0)
+        model = tiny_model("llama", vocab_size=30, d_model=16, n_layers=1, n_heads=2, max_len=16)
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        ids = torch.randint(4, 30, (4, 12), generator=torch.Generator().manual_seed(0))
+        for _ in range(3):
+            out = model(input_ids=ids, labels=ids, output_hidden_states=True)
+            loss = out.loss + (extra(model, ids, None, out) if extra else 0)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        return model.lm_head.weight.detach()
+
+    base = train(None)
+    assert torch.equal(base, train(PushAway(PushAwayConfig(lam=0.0))))
+    assert not torch.equal(base, train(PushAway(PushAwayConfig(lam=0.5))))
+
+
+def test_knn_lm_interpolation():
+    keys = torch.tensor([[0.0, 0.0], [10.0, 10.0]])
+    values = torch.tensor([3, 5])
+    q = torch.tensor([[0.1, 0.0]])
+    lm_lp = torch.log(torch.tensor([0.2]))
+    # λ = 0 is the LM alone
+    assert knn_lm_logprobs(keys, values, q, torch.tensor([3]), lm_lp, k=2, lam=0.0).item() == pytest.approx(
+        math.log(0.2), abs=1e-6
+    )
+    # the nearest key (value 3) takes almost all kNN mass: p = λ·1 + (1−λ)·0.2
+    got = knn_lm_logprobs(keys, values, q, torch.tensor([3]), lm_lp, k=2, lam=0.5).exp().item()
+    assert got == pytest.approx(0.5 + 0.5 * 0.2, abs=1e-4)
+
+
+def test_smoke_reproduction_through_cli(tmp_path, monkeypatch):
+    pytest.importorskip("gensim")
+    from iclr26.cli import main
+    from iclr26.papers import dispersion as paper
+
+    tiny = paper.DispersionConfig(
+        seeds=(0, 1),
+        real_model="facts-micro-llama",
+        domains=("news", "python_manual"),
+        segments_per_domain=8,
+        seg_len=16,
+        n_bins=2,
+        tiny_sizes=(8, 16),
+        tiny_steps=4,
+        tiny_checkpoints=(2,),
+        tiny_eval_segments=4,
+        tiny_seq=16,
+        knn_store_blocks=8,
+        knn_eval_blocks=4,
+        knn_k=4,
+        push_steps=2,
+        push_d_model=8,
+        push_batch=4,
+        tiny_vocab=300,
+        tiny_domains=("news", "python_manual"),
+        push_domains=("news", "python_manual"),
+        max_docs=10,
+    )
+    monkeypatch.setitem(paper.CONFIGS, "smoke", tiny)
+    monkeypatch.setenv("ICLR26_CACHE", str(tmp_path / "cache"))
+    assert main(["run", "dispersion", "--scale", "smoke", "--out", str(tmp_path / "runs")]) == 0
+    import json
+
+    run = next((tmp_path / "runs" / "dispersion").iterdir())
+    v = json.loads((run / "verdicts.json").read_text())
+    assert {c["id"] for c in v["claims"]} >= {"ppl-correlation", "depth", "knn-key", "push-away"}
+    m = json.loads((run / "metrics.json").read_text())["aggregate"]
+    assert all(math.isfinite(m[k]["mean"]) for k in ("r_real_mean", "r_tiny_models", "knn_choice_gain"))
+    assert list((run / "plots").glob("*.png"))
