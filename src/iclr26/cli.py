@@ -14,7 +14,9 @@ def _seeds(text: str) -> tuple[int, ...]:
     try:
         seeds = tuple(int(s) for s in text.split(",") if s.strip())
     except ValueError:
-        raise argparse.ArgumentTypeError(f"--seeds takes integers separated by commas, e.g. 0,1,2; got {text!r}")
+        raise argparse.ArgumentTypeError(
+            f"--seeds takes integers separated by commas, e.g. 0,1,2; got {text!r}"
+        ) from None
     if not seeds:
         raise argparse.ArgumentTypeError("--seeds needs at least one seed, e.g. 0,1,2")
     return seeds
