@@ -127,14 +127,19 @@ def test_missing_weights_error_says_how_to_fix(tmp_path):
         load_model("some-org/not-a-model-here")
 
 
-def test_local_path_loading_round_trip(tmp_path):
+@pytest.mark.parametrize("arch", ARCHS)
+def test_local_path_loading_round_trip(tmp_path, arch):
+    from iclr26.lm import zoo
     from iclr26.lm.tokenizer import build_word_tokenizer
 
-    m = tiny_model("qwen2", vocab_size=20, d_model=16, n_layers=1, n_heads=2)
+    m = tiny_model(arch, vocab_size=20, d_model=16, n_layers=1, n_heads=2)
     tok = build_word_tokenizer(["a b c"])
     m.save_pretrained(tmp_path)
     tok.save_pretrained(tmp_path)
     m2, tok2 = load_model(str(tmp_path))
     ids = torch.tensor([[1, 2, 3]])
     assert torch.allclose(m(ids).logits, m2(ids).logits)
+    assert ModelAdapter(m2).model_type == arch
+    m3, _ = zoo.load(str(tmp_path))  # the zoo hands local paths to load_model
+    assert torch.allclose(m(ids).logits, m3(ids).logits)
     assert tok2("a b")["input_ids"] == tok("a b")["input_ids"]

@@ -22,7 +22,7 @@ import torch
 from transformers import AutoModelForCausalLM, PreTrainedTokenizerFast
 
 from ..worlds.facts import FactWorld
-from .loading import cache_dir, load_smollm2
+from .loading import cache_dir, load_model, load_smollm2
 from .tiny import tiny_config
 from .tokenizer import build_bpe_tokenizer, build_word_tokenizer
 from .train import TrainConfig, train_lm
@@ -114,9 +114,15 @@ def folder(name: str, seed: int = 0) -> Path:
 
 
 def load(name: str, seed: int = 0, checkpoint: int | None = None, progress: bool = True):
-    """(model, tokenizer) of a zoo model; trains and caches it on first use."""
+    """(model, tokenizer) of a zoo model (trained and cached on first use), or of any local HF model.
+
+    A name that is not in the zoo but is a local folder or looks like a hub name (``org/model``) is handed to
+    :func:`iclr26.lm.loading.load_model`, which never downloads.
+    """
     if name in ("smollm2-135m", "smollm2"):
         return load_smollm2()
+    if name not in ZOO and (Path(name).expanduser().exists() or "/" in name):
+        return load_model(name)
     from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()

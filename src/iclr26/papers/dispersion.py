@@ -39,7 +39,7 @@ class DispersionConfig:
     seeds: tuple[int, ...] = (0, 1, 2)
     real_model: str = "smollm2-135m"
     domains: tuple[str, ...] = ("wikipedia", "news", "python_manual", "code")
-    segments_per_domain: int = 32  # paper: 100,000 WikiText segments; scaled down
+    segments_per_domain: int = 24  # paper: 100,000 WikiText segments; scaled down
     seg_len: int = 128  # paper: 512 tokens; scaled down
     n_bins: int = 8  # paper: 20 PPL bins over 100k segments; 8 equal-count bins over our segments
     early_layer_frac: float = 0.25  # "early" layer for the depth claim: a quarter of the way up
@@ -171,7 +171,7 @@ def _segments(tok, docs, n: int, seg_len: int, rng: random.Random) -> torch.Tens
 
 
 def _real_model_part(cfg: DispersionConfig, seed: int, ctx, m: dict) -> dict:
-    model, tok = zoo.load(ctx.model or cfg.real_model) if ctx.model else zoo.load(cfg.real_model)
+    model, tok = zoo.load(ctx.model or cfg.real_model)  # --model: any local HF causal LM
     rng = random.Random(seed)
     per_domain = {}
     all_ppl, all_disp = [], []
