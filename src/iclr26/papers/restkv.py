@@ -1,0 +1,474 @@
+"""ReST-KV (ICLR 2026): KV-cache eviction by layer-wise output reconstruction with spatial-temporal smoothing.
+
+Lab notebook. Two models answer RULER-like long-context questions with known answers (needle in a haystack,
+multi-key retrieval with distractors, variable tracking, QA over a fact world):
+
+1. a tiny llama (3 layers, d=64, GQA 4 query / 2 KV heads) trained here from scratch on the synthetic rendering at
+   128–1,024 tokens (cached under the zoo folder), evaluated at 1,024 tokens;
+2. the pretrained SmolLM2-135M-Instruct with needles planted in real Wikipedia text at 1k–2k tokens (4k at ``full``).
+
+For each example the prompt minus its last token is prefilled once with the full cache (``record_prefill``); every
+method × budget compresses that prefill (``compress_record``: exactly the cache ``with press(model)`` leaves, because
+kvpress compresses each layer after its attention ran), then the last prompt token and the gold answer are fed through
+the compressed cache (teacher forcing). An example counts as correct when every answer token is the argmax (= greedy
+decoding reproduces the answer). The observation window covers the question, as in SnapKV/ReST-KV on LongBench.
+Efficiency is timed through ``model.generate`` under each press at several context lengths.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import random
+import shutil
+import time
+from dataclasses import asdict, dataclass
+
+import torch
+from tqdm.auto import tqdm
+
+from ..core.claims import Check, Claim
+from ..kvcache import METHODS, cache_lengths, compress_record, make_press, record_prefill, timed_generate
+from ..kvcache.measure import continue_from
+from ..lm.loading import cache_dir
+from ..worlds.longctx import DEPTHS, TASKS, SyntheticLongCtx, WikiLongCtx, _items, _plant
+
+BASELINES = ("streaming_llm", "h2o", "tova", "snapkv", "pyramidkv", "random")
+ABLATIONS = ("restkv_no_lor", "restkv_no_ema", "restkv_no_aws")
+
+
+@dataclass(frozen=True)
+class Cfg:
+    seeds: tuple[int, ...] = (0, 1, 2)
+    methods: tuple[str, ...] = METHODS
+    tiny_train_phases: int = 2  # 0: random model (smoke)
+    tiny_length: int = 1024
+    tiny_examples: int = 5  # per task and seed
+    tiny_budgets: tuple[int, ...] = (32, 64, 128)
+    tiny_window: int = 16
+    smol: bool = True
+    smol_lengths: tuple[int, ...] = (1024,)
+    smol_examples: int = 2  # per length and seed; tasks in rotation
+    smol_budgets: tuple[int, ...] = (128, 384)
+    smol_tasks: tuple[str, ...] = ("niah", "multikey", "factqa")  # vartrack: SmolLM2-135M fails it at full cache
+    eff_smol: bool = False  # time generate() on SmolLM2 too (slow on a shared CPU)
+    smol_window: int = 32
+    eff_lengths: tuple[int, ...] = (1024, 2048, 4096)  # tiny model, timing
+    eff_smol_length: int = 1024
+    eff_budget: int = 128
+    eff_new_tokens: int = 16
+    threads: int = 1  # the reproduction machine is shared: one thread avoids OpenMP spin-waits under contention
+
+
+CONFIGS = {
+    "smoke": Cfg(
+        seeds=(0, 1),
+        tiny_train_phases=0,
+        tiny_length=128,
+        tiny_examples=1,
+        tiny_budgets=(24, 48),
+        tiny_window=8,
+        smol=False,
+        eff_lengths=(256,),
+        eff_budget=32,
+        eff_new_tokens=4,
+    ),
+    "quick": Cfg(),
+    "full": Cfg(
+        seeds=(0, 1, 2, 3, 4),
+        tiny_examples=25,
+        smol_lengths=(1024, 2048, 4096),
+        smol_examples=20,
+        smol_budgets=(64, 128, 256, 512),
+        smol_tasks=TASKS,
+        eff_lengths=(1024, 2048, 4096, 8192),
+        eff_smol=True,
+        eff_smol_length=4096,
+        threads=2,
+    ),
+}
+
+# ---------------------------------------------------------------------------------------------------------- tiny model
+TINY_MODEL = dict(arch="llama", d_model=64, n_layers=3, n_heads=4, n_kv_heads=2, max_len=8192)
+TRAIN_LENGTHS = (96, 128, 192, 256)  # short training contexts (cheap steps); evaluated at 1,024 (RoPE extrapolation)
+
+
+def _train_sequence(world, tok, rng, length):
+    """MQAR-style training text: the items of a multi-key, a variable-tracking and a fact-QA example planted in one
+    haystack, followed by several question-answer pairs (more supervised answers per sequence than one question)."""
+    items, qas = [], []
+    for task in ("multikey", "vartrack", "factqa"):
+        it, q, a = _items(
+            task, rng, rng.choice(DEPTHS), world.keys, world.values, world.variables, world.world, world._render
+        )
+        items += it
+        qas.append((q, a))
+        if task == "multikey":  # ask two of the distractor needles too
+            for _, needle in it[1:3]:
+                _, k, v, _ = needle.split()
+                qas.append((world._render("ask", k), v))
+    rng.shuffle(qas)
+    used = sum(len(x.split()) for _, x in items) + sum(len(q.split()) + len(a.split()) + 1 for q, a in qas)
+    hay = []
+    while len(hay) * 6 < length - used:
+        hay.append(f"the {rng.choice(world.NOUNS)} {rng.choice(world.VERBS)} the {rng.choice(world.NOUNS)} .")
+    ids = tok(_plant(hay, items))["input_ids"]
+    ans = [0] * len(ids)
+    for q, a in qas:
+        for part, flag in ((q, 0), (a, 1), (".", 0)):
+            x = tok(part, add_special_tokens=False)["input_ids"]
+            ids += x
+            ans += [flag] * len(x)
+    return ids, ans
+
+
+def _batch(world, tok, rng, n, length):
+    seqs = [_train_sequence(world, tok, rng, length) for _ in range(n)]
+    m = max(len(s) for s, _ in seqs)
+    x = torch.zeros(n, m, dtype=torch.long)
+    am, pm = torch.zeros(n, m), torch.zeros(n, m)
+    for i, (s, a) in enumerate(seqs):
+        x[i, : len(s)], am[i, : len(s)], pm[i, : len(s)] = torch.tensor(s), torch.tensor(a, dtype=torch.float), 1
+    return x, am, pm
+
+
+def _encode_tiny(tok, ex):
+    return tok(ex.prompt)["input_ids"], tok(ex.answer, add_special_tokens=False)["input_ids"]
+
+
+# (steps, peak lr, cosine decay?, weight of non-answer tokens): phase 1 learns the format and the filler, phase 2
+# (constant lr, answers dominate the loss) pushes the retrieval circuit through
+TRAIN_PHASES = ((900, 3e-3, True, 0.2), (600, 2e-3, False, 0.05))
+
+
+def _train_phase(model, world, tok, rng, steps, lr, cosine, filler_w, progress, desc):
+    opt = torch.optim.AdamW(model.parameters(), lr=lr, betas=(0.9, 0.98))
+    decay = (lambda s: 0.1 + 0.45 * (1 + math.cos(math.pi * s / steps))) if cosine else (lambda s: 1.0)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / 50) * decay(s))
+    model.train()
+    for _ in tqdm(range(steps), desc=desc, disable=not progress, leave=False):
+        length = rng.choice(TRAIN_LENGTHS)
+        x, am, pm = _batch(world, tok, rng, max(2, 2048 // length), length)
+        logits = model(input_ids=x, attention_mask=pm.long()).logits[:, :-1]
+        ce = torch.nn.functional.cross_entropy(logits.transpose(1, 2), x[:, 1:], reduction="none")
+        w = pm[:, 1:] * filler_w + am[:, 1:] * 5.0  # the answers carry the retrieval signal
+        loss = (ce * w).sum() / w.sum()
+        opt.zero_grad()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        sched.step()
+    model.eval()
+
+
+def tiny_longctx_model(phases: int = len(TRAIN_PHASES), seed: int = 0, progress: bool = True):
+    """(model, tokenizer, world) of the tiny long-context model after ``phases`` training phases (0: random init);
+    each phase is cached under the zoo folder."""
+    from transformers import AutoModelForCausalLM, PreTrainedTokenizerFast
+
+    from ..lm.tiny import tiny_config
+    from ..lm.tokenizer import build_word_tokenizer
+
+    world = SyntheticLongCtx(seed=0)
+    tok = build_word_tokenizer(world.vocabulary_texts())
+    torch.manual_seed(seed)
+    model = AutoModelForCausalLM.from_config(tiny_config(vocab_size=len(tok), **TINY_MODEL))
+    if phases == 0:
+        return model.eval(), tok, world
+    for i, (steps, lr, cosine, filler_w) in enumerate(TRAIN_PHASES[:phases]):
+        spec = [TINY_MODEL, steps, TRAIN_LENGTHS, 3] if i == 0 else [TINY_MODEL, TRAIN_PHASES[: i + 1], TRAIN_LENGTHS]
+        key = hashlib.sha1(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:8]
+        out = cache_dir() / "zoo" / f"longctx-tiny-s{seed}-{key}"
+        if not (out / "model.safetensors").exists():
+            rng = random.Random(seed + i)
+            _train_phase(model, world, tok, rng, steps, lr, cosine, filler_w, progress, f"train longctx-tiny {i + 1}")
+            tmp = out.with_name(out.name + ".tmp")
+            shutil.rmtree(tmp, ignore_errors=True)
+            model.save_pretrained(tmp)
+            tok.save_pretrained(tmp / "tokenizer")
+            shutil.rmtree(out, ignore_errors=True)
+            tmp.rename(out)
+        else:
+            model = AutoModelForCausalLM.from_pretrained(out, dtype=torch.float32)
+    tok = PreTrainedTokenizerFast.from_pretrained(out / "tokenizer")
+    return model.eval(), tok, world
+
+
+# ---------------------------------------------------------------------------------------------------------- evaluation
+@torch.no_grad()
+def evaluate(model, encoded, methods, budgets, window, seed, desc="eval"):
+    """encoded: list of (task, prompt ids, answer ids). Returns {(method, budget): [(task, exact, token acc)]} and
+    whether every compressed cache held exactly its budget in every layer and head."""
+    results: dict = {}
+    timing: dict = {}
+    exact_budget = True
+    for task, p, a in tqdm(encoded, desc=desc, leave=False):
+        prefix, tail = torch.tensor([p[:-1]]), [p[-1]]
+        t0 = time.perf_counter()
+        rec = record_prefill(model, prefix)
+        timing.setdefault("prefill", []).append(time.perf_counter() - t0)
+        t = prefix.shape[1]
+        feed = torch.tensor([tail + a[:-1]])
+        for method in methods:
+            memo: dict = {}
+            for b in budgets if method != "full" else (None,):
+                press = make_press(method, budget=b, window_size=window, seed=seed, score_cache=memo)
+                t0 = time.perf_counter()
+                cache = compress_record(rec, press)
+                timing.setdefault(method, []).append(time.perf_counter() - t0)
+                lens = cache_lengths(cache)
+                if b is not None and method != "pyramidkv":
+                    exact_budget &= all(n == min(b, t) for n in lens)
+                pred = continue_from(model, cache, t, feed)[0].argmax(-1)
+                ok = (pred == torch.tensor(a)).float()
+                results.setdefault((method, b), []).append((task, float(ok.all()), float(ok.mean())))
+    results["timing"] = {k: _mean(v) for k, v in timing.items()}
+    return results, exact_budget
+
+
+def _summarise(results, budgets, tag, m):
+    """metrics: full-cache accuracy per task; accuracy per method and budget (mean over tasks and examples)."""
+    timing = results.pop("timing")
+    for method in ("snapkv", "restkv"):
+        if method in timing:  # prefill + scoring + eviction, over the bare prefill
+            m[f"prefill_cost_{tag}_{method}"] = (timing["prefill"] + timing[method] - timing["full"]) / timing[
+                "prefill"
+            ]
+    if "snapkv" in timing and "restkv" in timing:
+        m[f"prefill_overhead_{tag}_restkv_vs_snapkv"] = (
+            m[f"prefill_cost_{tag}_restkv"] / m[f"prefill_cost_{tag}_snapkv"] - 1.0
+        )
+    full = results[("full", None)]
+    for task in TASKS:
+        vals = [e for tk, e, _ in full if tk == task]
+        if vals:
+            m[f"fullacc_{tag}_{task}"] = sum(vals) / len(vals)
+    m[f"fullacc_{tag}"] = sum(e for _, e, _ in full) / len(full)
+    curves = {}
+    for (method, b), rows in results.items():
+        if method == "full":
+            continue
+        acc = sum(e for _, e, _ in rows) / len(rows)
+        m[f"acc_{tag}_{method}_b{b}"] = acc
+        m[f"tokacc_{tag}_{method}_b{b}"] = sum(x for _, _, x in rows) / len(rows)
+        curves.setdefault(method, {})[b] = {
+            "acc": acc,
+            **{task: _mean([e for tk, e, _ in rows if tk == task]) for task in TASKS},
+        }
+    lo, hi = min(budgets), max(budgets)
+    for method in curves:
+        m[f"acc_{tag}_{method}"] = _mean([m[f"acc_{tag}_{method}_b{b}"] for b in budgets])
+        m[f"acc_{tag}_{method}_small"] = m[f"acc_{tag}_{method}_b{lo}"]  # scale-independent names for the claims
+    best_base_lo = max(m[f"acc_{tag}_{x}_b{lo}"] for x in BASELINES if f"acc_{tag}_{x}_b{lo}" in m)
+    m[f"acc_{tag}_best_baseline_b{lo}"] = best_base_lo
+    gap_lo = m[f"acc_{tag}_restkv_b{lo}"] - m[f"acc_{tag}_snapkv_b{lo}"]
+    gap_hi = m[f"acc_{tag}_restkv_b{hi}"] - m[f"acc_{tag}_snapkv_b{hi}"]
+    m[f"gap_vs_snapkv_{tag}_small"], m[f"gap_vs_snapkv_{tag}_large"] = gap_lo, gap_hi
+    m[f"gap_widening_{tag}"] = gap_lo - gap_hi
+    return curves
+
+
+def _mean(xs):
+    return sum(xs) / len(xs) if xs else float("nan")
+
+
+def _efficiency(model, make_ids, lengths, budget, window, new_tokens, tag, m, methods=("full", "snapkv", "restkv")):
+    rows = {}
+    for n in lengths:
+        ids = make_ids(n)
+        for method in methods:
+            press = make_press(method, budget=budget, window_size=window)
+            r = timed_generate(model, ids, press, max_new_tokens=new_tokens)
+            if method != "full" and r["cache_len"] != budget:
+                raise RuntimeError(f"{method} did not evict: cache holds {r['cache_len']} tokens, budget {budget}")
+            rows[(method, n)] = r
+        for method in methods:
+            r, f = rows[(method, n)], rows[("full", n)]
+            m[f"decode_ms_{tag}_{method}_L{n}"] = 1e3 * r["decode_s_per_token"]
+            m[f"prefill_s_{tag}_{method}_L{n}"] = r["prefill_s"]
+            if method != "full":
+                m[f"decode_speedup_{tag}_{method}_L{n}"] = f["decode_s_per_token"] / max(r["decode_s_per_token"], 1e-9)
+                m[f"kv_ratio_{tag}_{method}_L{n}"] = r["kv_bytes"] / f["kv_bytes"]
+                m[f"peak_mem_ratio_{tag}_{method}_L{n}"] = r["peak_mem_bytes"] / max(f["peak_mem_bytes"], 1)
+    n = max(lengths)
+    for method in methods[1:]:
+        m[f"decode_speedup_{tag}_{method}_longest"] = m[f"decode_speedup_{tag}_{method}_L{n}"]
+    m[f"ttft_overhead_{tag}_restkv_vs_snapkv"] = (
+        rows[("restkv", n)]["prefill_s"] / rows[("snapkv", n)]["prefill_s"] - 1.0
+    )
+    return {f"{k[0]}@{k[1]}": v for k, v in rows.items()}
+
+
+def run(cfg: Cfg, seed: int, ctx) -> dict[str, float]:
+    torch.set_num_threads(cfg.threads)
+    m: dict[str, float] = {}
+    rng = random.Random(1000 + seed)
+    t0 = time.time()
+    model, tok, world = tiny_longctx_model(cfg.tiny_train_phases, seed=0, progress=not ctx.quiet)
+    ctx.log(f"tiny model ready ({time.time() - t0:.0f} s)")
+    encoded = []
+    for task in TASKS:
+        for _ in range(cfg.tiny_examples):
+            p, a = _encode_tiny(tok, world.sample(task, cfg.tiny_length, rng))
+            encoded.append((task, p, a))
+    res, exact = evaluate(model, encoded, cfg.methods, cfg.tiny_budgets, cfg.tiny_window, seed, "eval tiny")
+    curves = {"tiny": _summarise(res, cfg.tiny_budgets, "tiny", m)}
+    m["budget_exact_tiny"] = float(exact)
+    ctx.log(
+        f"tiny: full-cache acc {m['fullacc_tiny']:.2f}; restkv@{min(cfg.tiny_budgets)} "
+        f"{m[f'acc_tiny_restkv_b{min(cfg.tiny_budgets)}']:.2f} vs snapkv "
+        f"{m[f'acc_tiny_snapkv_b{min(cfg.tiny_budgets)}']:.2f} ({time.time() - t0:.0f} s)"
+    )
+    vocab = len(tok)
+    eff = {
+        "tiny": _efficiency(
+            model,
+            lambda n: torch.randint(4, vocab, (1, n), generator=torch.Generator().manual_seed(seed)),
+            cfg.eff_lengths,
+            cfg.eff_budget,
+            cfg.tiny_window,
+            cfg.eff_new_tokens,
+            "tiny",
+            m,
+        )
+    }
+    if cfg.smol:
+        from ..lm import zoo
+
+        smol, stok = zoo.load("smollm2-135m")
+        wiki = WikiLongCtx(seed=0)
+        encoded = []
+        for n in cfg.smol_lengths:
+            for i in range(cfg.smol_examples):  # tasks in rotation, starting at the seed
+                ex = wiki.sample(cfg.smol_tasks[(seed + i) % len(cfg.smol_tasks)], n, stok, rng)
+                p = stok(ex.prompt, add_special_tokens=False)["input_ids"]
+                encoded.append((ex.task, p, stok(" " + ex.answer, add_special_tokens=False)["input_ids"]))
+        res, exact = evaluate(smol, encoded, cfg.methods, cfg.smol_budgets, cfg.smol_window, seed, "eval smollm2")
+        curves["smollm2"] = _summarise(res, cfg.smol_budgets, "smollm2", m)
+        m["budget_exact_smollm2"] = float(exact)
+        ctx.log(f"smollm2: full-cache acc {m['fullacc_smollm2']:.2f} ({time.time() - t0:.0f} s)")
+        p = encoded[0][1][: cfg.eff_smol_length]
+        if cfg.eff_smol:
+            eff["smollm2"] = _efficiency(
+                smol,
+                lambda n: torch.tensor([p[:n]]),
+                (cfg.eff_smol_length,),
+                cfg.eff_budget,
+                cfg.smol_window,
+                cfg.eff_new_tokens,
+                "smollm2",
+                m,
+            )
+    ctx.save_artifact("curves", {"accuracy": curves, "efficiency": eff, "config": asdict(cfg)})
+    ctx.log(f"done in {time.time() - t0:.0f} s")
+    return m
+
+
+# -------------------------------------------------------------------------------------------------------------- claims
+_Q = CONFIGS["quick"]
+_BS, _BL = min(_Q.tiny_budgets), min(_Q.smol_budgets)
+_LMAX = max(_Q.eff_lengths)
+
+CLAIMS = [
+    Claim(
+        "beats-baselines-tiny",
+        "At equal (small) budget ReST-KV answers more long-context questions than SnapKV and the other baselines "
+        f"(tiny model, 1,024 tokens, {_BS} KV pairs per head).",
+        tuple(Check("acc_tiny_restkv_small", ">", f"acc_tiny_{b}_small") for b in BASELINES),
+        paper="RULER (Llama-3.1-8B, 1024·L): 82.27 vs SnapKV 67.11; LongBench 64·L: 33.54 vs SnapKV 31.48",
+    ),
+    Claim(
+        "beats-baselines-smollm2",
+        f"Same on SmolLM2-135M with needles in Wikipedia text (1k–2k tokens, {_BL} KV pairs per head).",
+        tuple(Check("acc_smollm2_restkv_small", ">", f"acc_smollm2_{b}_small") for b in BASELINES),
+        paper="LongBench Mistral-7B 64·L: 40.05 vs SnapKV 37.53",
+    ),
+    Claim(
+        "gap-widest-at-small-budget",
+        "ReST-KV's advantage over SnapKV is larger at the smallest budget than at the largest.",
+        (Check("gap_widening_tiny", ">", 0.0), Check("gap_widening_smollm2", ">", 0.0)),
+        paper="LongBench Llama-3.1-8B: +2.06 at 64·L vs +0.86 at 512·L",
+    ),
+    Claim(
+        "ablation",
+        "Each component helps: full ReST-KV beats it without output reconstruction, without EMA, without AWS "
+        "(tiny model, accuracy averaged over budgets).",
+        tuple(Check("acc_tiny_restkv", ">", f"acc_tiny_{a}") for a in ABLATIONS),
+        paper="LongBench Llama-3.1-8B 128·L: full 35.86; w/o LOR 33.95; w/o EMA 34.02; w/o AWS 33.50",
+    ),
+    Claim(
+        "decode-faster",
+        f"Decoding from the evicted cache is faster than from the full cache at long context (tiny model, "
+        f"{_LMAX} tokens, budget {_Q.eff_budget}).",
+        (Check("decode_speedup_tiny_restkv_longest", ">", 1.0),),
+        paper="10.61× lower decoding latency at 128k (Llama-3.1-8B, FlashAttention-2, GPU)",
+    ),
+    Claim(
+        "small-prefill-overhead",
+        "ReST-KV's prefill (prefill + scoring + eviction) costs at most 10% more than SnapKV's (SmolLM2, 1k tokens).",
+        (Check("prefill_overhead_smollm2_restkv_vs_snapkv", "<", 0.10),),
+        paper="about 2% extra prefill latency vs SnapKV",
+    ),
+]
+
+METRICS = {
+    "fullacc_{tiny,smollm2}[_task]": "full-cache exact match (all answer tokens argmax under teacher forcing = greedy "
+    "reproduces the answer), per task and overall",
+    "acc_{model}_{method}_b{B}": "exact match after compressing the prefill (prompt minus last token) to B KV pairs "
+    "per layer and KV head (window included), mean over the 4 tasks × examples",
+    "tokacc_{model}_{method}_b{B}": "fraction of answer tokens that are the argmax, same protocol",
+    "acc_{model}_{method}": "acc averaged over the budgets",
+    "acc_{model}_{method}_small": "acc at the smallest budget of the scale",
+    "gap_widening_{model}": "(ReST-KV − SnapKV) at the smallest budget minus the same at the largest",
+    "budget_exact_{model}": "1 if every compressed cache held exactly B tokens in every layer and head (not PyramidKV)",
+    "decode_ms_{model}_{method}_L{n}": "greedy decode ms per token through model.generate under the press (2 threads)",
+    "decode_speedup_{model}_{method}_L{n}": "full-cache decode time per token / the method's",
+    "decode_speedup_{model}_{method}_longest": "the same at the longest timed context of the scale",
+    "prefill_s_{model}_{method}_L{n}": "time to first token through model.generate (prefill + scoring + eviction)",
+    "kv_ratio_{model}_{method}_L{n}": "bytes of the KV tensors after prefill / full cache's",
+    "peak_mem_ratio_{model}_{method}_L{n}": "peak RSS growth during generate (CPU) / full cache's",
+    "prefill_cost_{model}_{method}": "(prefill + the press's scoring and eviction) / bare prefill, from the replayed "
+    "evaluation (mean over examples and budgets)",
+    "prefill_overhead_{model}_restkv_vs_snapkv": "prefill_cost of ReST-KV / SnapKV's − 1",
+    "ttft_overhead_{model}_restkv_vs_snapkv": "time to first token through generate(), ReST-KV / SnapKV − 1, longest "
+    "timed context",
+}
+
+
+def plots(run_dir, per_seed, cfg):
+    import matplotlib.pyplot as plt
+
+    art = sorted((run_dir / "artifacts").glob("curves*.json"))
+    if not art:
+        return []
+    data = json.loads(art[0].read_text())
+    acc = data["accuracy"]
+    figs = []
+    fig, axes = plt.subplots(1, len(acc), figsize=(6 * len(acc), 4), squeeze=False)
+    for ax, (tag, curves) in zip(axes[0], acc.items()):
+        budgets = cfg.tiny_budgets if tag == "tiny" else cfg.smol_budgets
+        for method in curves:
+            ys = [_mean([s.get(f"acc_{tag}_{method}_b{b}", float("nan")) for s in per_seed.values()]) for b in budgets]
+            ax.plot(
+                budgets,
+                ys,
+                "o-" if method.startswith("restkv") else "s--",
+                label=method,
+                lw=2.5 if method == "restkv" else 1,
+            )
+        full = _mean([s[f"fullacc_{tag}"] for s in per_seed.values()])
+        ax.axhline(full, color="k", ls=":", label="full cache")
+        ax.set(xscale="log", xlabel="KV pairs kept per layer and head", ylabel="exact match", title=tag)
+    axes[0][-1].legend(fontsize=7)
+    figs.append(("accuracy_vs_budget", fig))
+    eff = data["efficiency"]["tiny"]
+    fig, ax = plt.subplots(figsize=(5, 4))
+    for method in ("full", "snapkv", "restkv"):
+        xs = sorted(int(k.split("@")[1]) for k in eff if k.startswith(method + "@"))
+        ys = [_mean([s[f"decode_ms_tiny_{method}_L{n}"] for s in per_seed.values()]) for n in xs]
+        ax.plot(xs, ys, "o-", label=method)
+    ax.set(xscale="log", xlabel="context length (tokens)", ylabel="decode ms / token", title="tiny model, CPU")
+    ax.legend()
+    figs.append(("decode_time_vs_length", fig))
+    return figs

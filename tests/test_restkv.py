@@ -1,0 +1,274 @@
+"""ReST-KV and the eviction baselines: budgets, equivalences, the Eq. 7 score against brute force, causality, GQA."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import pytest
+import torch
+from transformers import DynamicCache
+
+from iclr26.kvcache import METHODS, ReSTKVPress, cache_lengths, compress_record, lor_scores, make_press, record_prefill
+from iclr26.kvcache.common import attention_modules
+from iclr26.kvcache.measure import continue_from, timed_generate
+from iclr26.kvcache.restkv import ema, window_mean
+from iclr26.lm.tiny import tiny_model
+from iclr26.worlds.longctx import TASKS, SyntheticLongCtx
+
+torch.set_num_threads(2)
+LLAMA_ONLY = {"snapkv", "tova", "pyramidkv"}
+
+
+def _model(arch="llama", n_layers=2, n_heads=4, n_kv=2, d=32, seed=0):
+    kv = dict(n_kv_heads=n_kv) if arch != "gpt2" else {}
+    return tiny_model(arch, seed=seed, vocab_size=64, d_model=d, n_layers=n_layers, n_heads=n_heads, max_len=512, **kv)
+
+
+def _ids(n, seed=0):
+    return torch.randint(4, 64, (1, n), generator=torch.Generator().manual_seed(seed))
+
+
+@pytest.mark.parametrize("arch", ["llama", "qwen2", "gpt2"])
+def test_every_method_keeps_exactly_the_budget_through_generate(arch):
+    model, ids = _model(arch), _ids(120)
+    for method in METHODS[1:]:
+        if arch == "gpt2" and method in LLAMA_ONLY:
+            continue
+        cache = DynamicCache()
+        with make_press(method, budget=40, window_size=8)(model):
+            model.generate(ids, max_new_tokens=1, do_sample=False, past_key_values=cache, pad_token_id=0)
+        lens = cache_lengths(cache)
+        if method == "pyramidkv":  # per-layer budgets, same total
+            assert abs(sum(lens) - 40 * len(lens)) <= len(lens) and lens[0] >= lens[-1]
+        else:
+            assert lens == [40] * len(lens), (method, lens)
+        layer = cache.layers[0]
+        assert (
+            layer.keys.shape
+            == layer.values.shape
+            == (1, model.config.num_key_value_heads if arch != "gpt2" else 4, lens[0], 8)
+        )
+
+
+def test_compression_ratio_budget_and_decode_continues_from_shrunk_cache():
+    model, ids = _model(), _ids(100)
+    cache = DynamicCache()
+    with ReSTKVPress(compression_ratio=0.75, window_size=8)(model):
+        model.generate(ids, max_new_tokens=5, do_sample=False, past_key_values=cache, pad_token_id=0)
+    assert cache_lengths(cache) == [25 + 4, 25 + 4]  # 25 kept + 4 decoded tokens appended
+
+
+def test_ratio_zero_equals_uncompressed_model():
+    model, ids = _model("qwen2"), _ids(80)
+    ref = model.generate(ids, max_new_tokens=8, do_sample=False, pad_token_id=0)
+    with ReSTKVPress(compression_ratio=0.0)(model):
+        out = model.generate(ids, max_new_tokens=8, do_sample=False, pad_token_id=0)
+        logits = model(ids).logits
+    assert torch.equal(ref, out)
+    torch.testing.assert_close(logits, model(ids).logits)
+
+
+def test_hooks_removed_after_exit_and_after_exception():
+    model = _model()
+    mods = attention_modules(model)
+    press = ReSTKVPress(compression_ratio=0.5, window_size=4)
+    with press(model):
+        assert all(len(m._forward_hooks) == 1 for m in mods)
+    assert all(len(m._forward_hooks) == 0 for m in mods)
+    with pytest.raises(RuntimeError, match="boom"), press(model):
+        raise RuntimeError("boom")
+    assert all(len(m._forward_hooks) == 0 for m in mods)
+
+
+def _brute_force_head(q, k, v, w_o, scaling, t):
+    """‖Δ(attention output)·W_O^h‖ when token n is deleted, for query t: recompute the softmax without n."""
+    out = []
+    full = torch.softmax((q[t] @ k[: t + 1].T) * scaling, -1) @ v[: t + 1]
+    for n in range(k.shape[0]):
+        if n > t:
+            out.append(0.0)
+            continue
+        keep = [i for i in range(t + 1) if i != n]
+        o = torch.softmax((q[t] @ k[keep].T) * scaling, -1) @ v[keep]
+        out.append(float(((full - o) @ w_o.T).norm()))
+    return torch.tensor(out, dtype=torch.float64)
+
+
+def test_lor_score_equals_brute_force_deletion_per_head():
+    g = torch.Generator().manual_seed(0)
+    n_heads, t, d, big_d, w = 3, 12, 8, 20, 4
+    q, k, v = (torch.randn(n_heads, t, d, generator=g, dtype=torch.float64) for _ in range(3))
+    w_o = torch.randn(big_d, n_heads * d, generator=g, dtype=torch.float64)
+    scaling = d**-0.5
+    logits = (q[:, -w:] @ k.transpose(-1, -2)) * scaling
+    mask = torch.ones(w, t, dtype=torch.bool).triu(t - w + 1)
+    attn = torch.softmax(logits.masked_fill(mask, -math.inf), -1)
+    scores = lor_scores(attn[None], v[None], w_o, eps=0.0)[0]
+    for h in range(n_heads):
+        for i in range(w):
+            brute = _brute_force_head(q[h], k[h], v[h], w_o[:, h * d : (h + 1) * d], scaling, t - w + i)
+            torch.testing.assert_close(scores[h, i], brute, rtol=1e-6, atol=1e-9)
+    # not attention weight: a token whose value equals the output costs nothing to delete despite its weight
+    assert not torch.allclose(scores / scores.sum(-1, keepdim=True), attn / attn.sum(-1, keepdim=True), atol=1e-3)
+
+
+def test_press_score_equals_real_deletion_from_the_model_cache():
+    """End to end on one head: delete token n from a real DynamicCache, feed the last token, measure o_proj's output."""
+    model = _model(n_layers=1, n_heads=1, n_kv=1, d=16, seed=3)
+    ids, t = _ids(30, seed=1), 30
+    attn = attention_modules(model)[0]
+    captured = {}
+    hook = attn.o_proj.register_forward_hook(lambda m, i, o: captured.__setitem__("o", o[0, -1].detach()))
+    press = ReSTKVPress(budget=10, window_size=1, use_aws=False)
+    rec = record_prefill(model, ids)
+    module, hidden, kw = rec.layers[0]
+    layer = rec.cache.layers[0]
+    scores = press.score(module, hidden, layer.keys, layer.values, None, {**kw, "hidden_states": hidden})[0, 0, : t - 1]
+    base = record_prefill(model, ids[:, :-1])
+    continue_from(model, base.cache, t - 1, ids[:, -1:])
+    full_out = captured["o"]
+    brute = []
+    for n in range(t - 1):
+        c = DynamicCache()
+        keep = [i for i in range(t - 1) if i != n]
+        c.update(base.cache.layers[0].keys[:, :, keep].clone(), base.cache.layers[0].values[:, :, keep].clone(), 0)
+        continue_from(model, c, t - 1, ids[:, -1:])
+        brute.append(float((captured["o"] - full_out).norm()))
+    base.cache.layers[0].keys = base.cache.layers[0].keys[:, :, : t - 1]  # (cache grew by one token above)
+    hook.remove()
+    torch.testing.assert_close(scores, torch.tensor(brute), rtol=1e-4, atol=1e-6)
+
+
+def test_scores_are_causal():
+    g = torch.Generator().manual_seed(1)
+    h, t, d, w = 2, 10, 4, 3
+    q, k, v = (torch.randn(h, t, d, generator=g) for _ in range(3))
+    w_o = torch.randn(6, h * d, generator=g)
+
+    def scores(kk, vv):
+        mask = torch.ones(w, t, dtype=torch.bool).triu(t - w + 1)
+        a = torch.softmax((q[:, -w:] @ kk.transpose(-1, -2)).masked_fill(mask, -math.inf), -1)
+        return lor_scores(a[None], vv[None], w_o)[0]
+
+    s = scores(k, v)
+    for i in range(w):
+        assert torch.all(s[:, i, t - w + i + 1 :] == 0)  # a window query never scores a later token
+    k2, v2 = k.clone(), v.clone()
+    k2[:, -1], v2[:, -1] = 100.0, -100.0  # change only the last token
+    torch.testing.assert_close(scores(k2, v2)[:, : w - 1, : t - 1], s[:, : w - 1, : t - 1])
+
+
+def test_gqa_shapes_on_tiny_llama():
+    model = _model(n_heads=4, n_kv=1)
+    rec = record_prefill(model, _ids(64))
+    module, hidden, kw = rec.layers[1]
+    layer = rec.cache.layers[1]
+    press = ReSTKVPress(budget=20, window_size=8)
+    per_query = press.token_scores(module, hidden, layer.keys, layer.values, {**kw, "hidden_states": hidden})
+    assert per_query.shape == (1, 1, 8, 64)
+    scores = press.score(module, hidden, layer.keys, layer.values, None, {**kw, "hidden_states": hidden})
+    assert scores.shape == (1, 1, 64)
+    assert torch.all(scores[..., -8:] > scores[..., :-8].max())  # the observation window is always kept
+    cache = compress_record(rec, press)
+    assert [tuple(x.keys.shape) for x in cache.layers] == [(1, 1, 20, 8)] * 2
+
+
+def test_replayed_compression_equals_hooked_prefill():
+    model, ids = _model(), _ids(90)
+    for method in ("restkv", "snapkv", "h2o", "streaming_llm"):
+        press = make_press(method, budget=30, window_size=8)
+        cache = DynamicCache()
+        with press(model):
+            model(ids, past_key_values=cache, use_cache=True)
+        replay = compress_record(record_prefill(model, ids), press)
+        for a, b in zip(cache.layers, replay.layers):
+            torch.testing.assert_close(a.keys, b.keys)
+            torch.testing.assert_close(a.values, b.values)
+
+
+def test_ema_and_window_mean_closed_forms():
+    x = torch.randn(2, 1, 5, 7)
+    e = x[..., 0, :]
+    for i in range(1, 5):
+        e = 0.3 * x[..., i, :] + 0.7 * e
+    torch.testing.assert_close(ema(x, 0.3), e)
+    s = torch.arange(10.0).view(1, 1, 10)
+    out = window_mean(s, torch.tensor([[1]]), torch.tensor([[2]]))  # out[n] = mean s[n-3 .. n-1]
+    assert out[0, 0, 5].item() == pytest.approx(3.0) and out[0, 0, 0].item() == 0.0
+    assert window_mean(s, torch.tensor([[0]]), torch.tensor([[0]])).equal(s)
+
+
+def test_ablations_change_the_score():
+    model = _model()
+    rec = record_prefill(model, _ids(100))
+    module, hidden, kw = rec.layers[0]
+    layer = rec.cache.layers[0]
+    args = (module, hidden, layer.keys, layer.values, None, {**kw, "hidden_states": hidden})
+    full = ReSTKVPress(budget=30, window_size=16, beta=0.5).score(*args)
+    for flag in ("use_lor", "use_ema", "use_aws"):
+        other = ReSTKVPress(budget=30, window_size=16, beta=0.5, **{flag: False}).score(*args)
+        assert not torch.allclose(full, other), flag
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(compression_ratio=1.0), "compression_ratio"),
+        (dict(compression_ratio=-0.1), "compression_ratio"),
+        (dict(budget=0), "budget"),
+        (dict(budget=2.5), "budget"),
+        (dict(alpha=0.0), "alpha"),
+        (dict(beta=0.0), "beta"),
+        (dict(window_size=1), "window_size"),
+        (dict(max_window=4), "max_window"),
+    ],
+)
+def test_invalid_arguments(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        ReSTKVPress(**kwargs)
+
+
+def test_invalid_make_press_and_gpt2_limits():
+    with pytest.raises(ValueError, match="unknown method"):
+        make_press("snapkvv", budget=8)
+    with pytest.raises(ValueError, match="not both"):
+        make_press("snapkv", budget=8, compression_ratio=0.5)
+    with pytest.raises(ValueError, match="budget"):
+        make_press("tova", budget=-3)
+    with pytest.raises(ValueError, match="q_proj"), make_press("snapkv", budget=8)(_model("gpt2")):
+        pass
+    with pytest.raises(ValueError, match="max_new_tokens"):
+        timed_generate(_model(), _ids(20), None, max_new_tokens=1)
+
+
+def test_timed_generate_reports_real_eviction():
+    model = _model()
+    r = timed_generate(model, _ids(200), make_press("restkv", budget=50, window_size=8), max_new_tokens=4)
+    f = timed_generate(model, _ids(200), None, max_new_tokens=4)
+    assert r["cache_len"] == 50 and r["cache_len_final"] == 53 and f["cache_len"] == 200
+    assert r["kv_bytes"] * 4 == f["kv_bytes"]
+
+
+def test_longctx_world_examples():
+    w, rng = SyntheticLongCtx(), random.Random(0)
+    for task in TASKS:
+        ex = w.sample(task, 300, rng)
+        assert 280 <= len(ex.prompt.split()) <= 330 and ex.answer
+        if task in ("niah", "multikey"):
+            key = ex.prompt.split()[-1]
+            assert f"note {key} {ex.answer} ." in ex.prompt  # the asked needle is planted with its answer
+    with pytest.raises(ValueError, match="unknown task"):
+        w.sample("qa", 300, rng)
+    with pytest.raises(ValueError, match="too short"):
+        w.sample("niah", 10, rng)
+
+
+def test_smoke_run(tmp_path):
+    from iclr26.core.runs import run_paper
+
+    res = run_paper("restkv", scale="smoke", out=tmp_path, quiet=True)
+    assert res.verdicts and all(v["verdict"] for v in res.verdicts)
+    for metrics in res.per_seed.values():
+        assert all(math.isfinite(x) for x in metrics.values())
+        assert metrics["budget_exact_tiny"] == 1.0
