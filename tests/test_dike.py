@@ -1,0 +1,257 @@
+"""DiKE: the closed form minimises the four-term objective; the disentangler and the editor work on every arch."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+import torch
+
+from iclr26.editing.dike import dike_update, four_term_objective
+from iclr26.editing.dike_disentangler import Disentangler, KRDConfig, info_nce
+
+
+def _problem(d=6, d_ff=10, n0=40, n1=2, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    W = torch.randn(d, d_ff, generator=g, dtype=torch.float64)
+    K0 = torch.randn(d_ff, n0, generator=g, dtype=torch.float64)
+    K1 = torch.randn(d_ff, n1, generator=g, dtype=torch.float64)
+    V1 = torch.randn(d, n1, generator=g, dtype=torch.float64)
+    W3 = torch.randn(d, d, generator=g, dtype=torch.float64)
+    return W, K0, K1, V1, W3
+
+
+@pytest.mark.parametrize("n1", [1, 3])
+def test_closed_form_has_zero_gradient(n1):
+    W, K0, K1, V1, W3 = _problem(n1=n1)
+    W_hat = (W + dike_update(W, K1, V1, K0 @ K0.T, W3)).requires_grad_(True)
+    four_term_objective(W_hat, W, K1, V1, K0, W3).backward()
+    assert W_hat.grad.abs().max() < 1e-9
+
+
+def test_closed_form_equals_direct_least_squares():
+    """Stack the four terms as one linear least-squares problem in vec(Ŵ) and solve it with lstsq."""
+    W, K0, K1, V1, W3 = _problem(n1=2)
+    d = W.shape[0]
+    eye = torch.eye(d, dtype=torch.float64)
+
+    # vec(A X B) = (Bᵀ ⊗ A) vec(X), column-major vec
+    def vec(x):
+        return x.T.reshape(-1)
+
+    V0, v0 = W @ K0, W @ K1
+    k1t, k0t = K1.T.contiguous(), K0.T.contiguous()
+    A = torch.cat([torch.kron(k1t, eye), torch.kron(k0t, eye), torch.kron(k1t, W3), torch.kron(k0t, W3)])
+    b = torch.cat([vec(V1), vec(V0), vec(W3 @ v0), vec(W3 @ V0)])
+    x = torch.linalg.lstsq(A, b[:, None]).solution[:, 0]
+    W_direct = x.reshape(W.shape[1], d).T
+    W_closed = W + dike_update(W, K1, V1, K0 @ K0.T, W3)
+    assert torch.allclose(W_closed, W_direct, atol=1e-8)
+
+
+def test_fine_grained_term_shrinks_update_along_w3():
+    """μ = 0 is MEMIT's solve; μ > 0 moves the update out of the directions W3 reads (||W3 Δ k*|| falls)."""
+    W, K0, K1, V1, W3 = _problem(n1=1)
+    C0 = K0 @ K0.T
+    d0 = dike_update(W, K1, V1, C0, W3, mu=0.0)
+    d1 = dike_update(W, K1, V1, C0, W3, mu=1.0)
+    memit = (V1 - W @ K1) @ K1.T @ torch.linalg.inv(C0 + K1 @ K1.T)
+    assert torch.allclose(d0, memit, atol=1e-10)
+    assert (W3 @ d1 @ K1).norm() < 0.5 * (W3 @ d0 @ K1).norm()
+    assert torch.linalg.matrix_rank(d1) == 1  # one edit: a rank-one update
+
+
+def test_dike_update_rejects_bad_shapes():
+    W, K0, K1, V1, W3 = _problem()
+    with pytest.raises(ValueError, match="K1"):
+        dike_update(W, K1[:-1], V1, K0 @ K0.T, W3)
+    with pytest.raises(ValueError, match="W3"):
+        dike_update(W, K1, V1, K0 @ K0.T, W3[:-1])
+
+
+def test_info_nce_prefers_aligned_components():
+    torch.manual_seed(0)
+    h = torch.randn(8, 16)
+    good = info_nce(h + 0.01 * torch.randn_like(h), h + 0.01 * torch.randn_like(h), h, tau=0.1)
+    bad = info_nce(torch.randn_like(h), torch.randn_like(h), h, tau=0.1)
+    assert good < bad
+
+
+def test_disentangler_shapes_and_config_errors():
+    dis = Disentangler(16)
+    z_r, z_u = dis(torch.randn(4, 16), torch.randn(4, 16))
+    assert z_r.shape == z_u.shape == (4, 16) and dis.recompose(z_r, z_u).shape == (4, 16)
+    with pytest.raises(ValueError, match="tau"):
+        KRDConfig(tau=0.0)
+    with pytest.raises(ValueError, match="steps"):
+        KRDConfig(steps=0)
+
+
+# ---------------------------------------------------------------- the editor on tiny models
+from iclr26.editing import EditRequest  # noqa: E402
+from iclr26.editing.dike import DiKE, DiKEConfig  # noqa: E402
+from iclr26.editing.dike_disentangler import KRDSample, train_disentangler  # noqa: E402
+from iclr26.lm.tiny import tiny_model  # noqa: E402
+from iclr26.lm.tokenizer import build_word_tokenizer  # noqa: E402
+
+SUBJ = ("Ada", "Bo", "Cy", "Di")
+RELS = (("lives in", ("Paris", "Rome")), ("speaks", ("French", "Greek")), ("plays", ("chess", "golf")))
+FACTS = [(s, r, objs[(i + j) % 2]) for i, s in enumerate(SUBJ) for j, (r, objs) in enumerate(RELS)]
+TEXTS = [f"{s} {r} {o}" for s, r, o in FACTS]
+_WORDS = sorted(set(" ".join(TEXTS).split()))
+# enough tokens for a full-rank key covariance (≥ d_ff)
+CORPUS = TEXTS + [" ".join(_WORDS[(7 * i + 3 * j) % len(_WORDS)] for j in range(8)) for i in range(100)]
+SAMPLES = [
+    KRDSample(f"{s} {r}", s, o, tuple((f"{s} {r2}", o2) for s2, r2, o2 in FACTS if s2 == s and r2 != r))
+    for s, r, o in FACTS
+]
+FAST = dict(context_templates=((3, 1),), v_num_grad_steps=4, stats_n_tokens=800, mom2_update_weight=10.0)
+
+
+def _model(arch, tok):
+    kw = {} if arch == "gpt2" else {"n_kv_heads": 1}
+    return tiny_model(arch, vocab_size=len(tok), d_model=32, n_layers=3, n_heads=2, max_len=64, **kw)
+
+
+@pytest.mark.parametrize("arch", ["gpt2", "llama", "qwen2"])
+def test_dike_runs_on_each_architecture_and_restores(arch, tmp_path, monkeypatch):
+    monkeypatch.setenv("ICLR26_CACHE", str(tmp_path))
+    torch.manual_seed(0)
+    tok = build_word_tokenizer(TEXTS)
+    model = _model(arch, tok)
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    ed = DiKE(DiKEConfig(**FAST), corpus=CORPUS)
+    dis = ed.fit_disentangler(model, tok, SAMPLES, KRDConfig(steps=3, batch_size=4), progress=False)
+    assert all(not p.requires_grad for p in dis.parameters()) and len(ed.krd_history) == 3
+    req = [EditRequest("{} lives in", "Ada", "Rome", "Paris"), EditRequest("{} speaks", "Bo", "Greek", "French")]
+    res = ed.edit_sequential(model, tok, req, batch_size=1)
+    (layer,) = ed.layers(model)
+    assert set(res.deltas) == {layer} and torch.isfinite(res.deltas[layer]).all()
+    assert res.deltas[layer].abs().max() > 0
+    res.restore()
+    assert all(torch.equal(before[k], v) for k, v in model.state_dict().items())
+
+
+def test_editor_applies_the_fine_grained_left_factor(tmp_path, monkeypatch):
+    """Same request, same seed: DiKE's update with μ = 1 is (I + W3ᵀW3)⁻¹ times the μ = 0 update, with W3 from the
+    trained disentangler, and it moves the unrelated component z_u less."""
+    monkeypatch.setenv("ICLR26_CACHE", str(tmp_path))
+    tok = build_word_tokenizer(TEXTS)
+    model = _model("llama", tok)
+    dis, _ = train_disentangler(model, tok, 1, SAMPLES, KRDConfig(steps=3, batch_size=4), progress=False)
+    req = [EditRequest("{} lives in", "Ada", "Rome", "Paris")]
+    deltas = {}
+    for mu in (0.0, 1.0):
+        torch.manual_seed(0)
+        res = DiKE(DiKEConfig(**FAST, layers=(1,), mu=mu), corpus=CORPUS, disentangler=dis).edit(model, tok, req)
+        deltas[mu] = res.deltas[1].double()
+        res.restore()
+    W3 = dis.W3.weight.double()
+    expect = torch.linalg.solve(torch.eye(32, dtype=torch.float64) + W3.T @ W3, deltas[0.0])
+    assert torch.allclose(deltas[1.0], expect, atol=1e-5 * deltas[0.0].abs().max().item())
+    assert (W3 @ deltas[1.0]).norm() < (W3 @ deltas[0.0]).norm()
+
+
+def test_dike_errors_are_clear(tmp_path, monkeypatch):
+    monkeypatch.setenv("ICLR26_CACHE", str(tmp_path))
+    tok = build_word_tokenizer(TEXTS)
+    model = _model("gpt2", tok)
+    with pytest.raises(ValueError, match="disentangler"):
+        DiKE(DiKEConfig(**FAST), corpus=CORPUS).edit(model, tok, [EditRequest("{} lives in", "Ada", "Rome")])
+    with pytest.raises(ValueError, match="layer"):
+        DiKE(DiKEConfig(**FAST, layers=(7,)), corpus=CORPUS).edit(
+            model, tok, [EditRequest("{} lives in", "Ada", "Rome")]
+        )
+    with pytest.raises(ValueError, match="layers"):
+        DiKEConfig(layers=(0, 1))
+    with pytest.raises(ValueError, match="mu"):
+        DiKEConfig(mu=-1.0)
+    with pytest.raises(ValueError, match="does not occur"):
+        train_disentangler(
+            model, tok, 0, [KRDSample("Ada lives in", "Zed", "Paris"), *SAMPLES[:2]], KRDConfig(steps=1), progress=False
+        )
+
+
+def test_smoke_run_through_the_harness(tmp_path):
+    from iclr26.core.runs import run_paper
+
+    res = run_paper("dike", scale="smoke", out=tmp_path / "runs", quiet=True)
+    assert res.verdicts and all(v["verdict"] in ("reproduced", "not reproduced", "inconclusive") for v in res.verdicts)
+    for m in res.per_seed.values():
+        for k in ("dike_efficacy_tiny", "rome_efficacy_tiny", "recall_tiny", "dike_neighborhood_tiny"):
+            assert m[k] == m[k]  # finite, not nan
+    assert (res.run_dir / "plots" / "rloc_by_level.png").exists()
+
+
+@pytest.fixture(scope="module")
+def fact_model():
+    """A 3-layer llama that memorises 12 two-token subjects × 2 relations (as in test_editing_core: two-token subjects
+    make the subject's last token gather the subject's identity in the early MLPs, as in real models)."""
+    import random
+
+    from iclr26.lm.train import TrainConfig, train_lm
+
+    rng = random.Random(0)
+    subjects = [f"{a} {b}" for a in ("Ada", "Bo", "Cy", "Di") for b in ("Kern", "Lund", "Marr")]
+    facts = {
+        s: (rng.choice(["Paris", "Rome", "Oslo", "Lima"]), rng.choice(["French", "Greek", "Dutch", "Thai"]))
+        for s in subjects
+    }
+    texts = [f"{s} lives in {c}" for s, (c, _) in facts.items()] + [f"{s} speaks {la}" for s, (_, la) in facts.items()]
+    tok = build_word_tokenizer(texts)
+    words = sorted(set(" ".join(texts).split()))
+    corpus = texts + [" ".join(rng.choice(words) for _ in range(8)) for _ in range(300)]
+    torch.manual_seed(0)
+    model = tiny_model("llama", vocab_size=len(tok), d_model=64, n_layers=3, n_heads=4, n_kv_heads=2, max_len=64)
+    train_lm(model, tok, texts, TrainConfig(steps=300, batch_size=24, lr=1e-2, warmup=10, seq_len=16), progress=False)
+    return model, tok, facts, corpus
+
+
+def test_dike_edit_on_a_trained_model_writes_its_closed_form(fact_model, tmp_path, monkeypatch):
+    """On a trained micro model: the FFN output at the subject's last token moves by exactly Δk* (the closed form is
+    what the network computes), the move is smaller along W3 than MEMIT's (μ = 0) solve, and restore() is exact."""
+    from iclr26.editing.compute import activation_at_subject, compute_keys
+
+    monkeypatch.setenv("ICLR26_CACHE", str(tmp_path))
+    model, tok, facts, corpus = fact_model
+    samples = [KRDSample(f"{s} lives in", s, c, ((f"{s} speaks", la),)) for s, (c, la) in facts.items()]
+    samples += [KRDSample(f"{s} speaks", s, la, ((f"{s} lives in", c),)) for s, (c, la) in facts.items()]
+    s0 = next(iter(facts))
+    req = EditRequest("{} lives in", s0, "Oslo" if facts[s0][0] != "Oslo" else "Rome", facts[s0][0])
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    moves = {}
+    for mu in (0.0, 1.0):
+        torch.manual_seed(0)
+        ed = DiKE(DiKEConfig(context_templates=(), stats_n_tokens=2000, mom2_update_weight=1.0, mu=mu), corpus=corpus)
+        if mu == 0.0:
+            dis = ed.fit_disentangler(model, tok, samples, KRDConfig(steps=10, batch_size=12), progress=False)
+        ed.disentangler = dis
+        (layer,) = ed.layers(model)
+        h0 = activation_at_subject(model, tok, [req], "mlp_out", layer)[0]
+        k = compute_keys(model, tok, [req], layer)[0]
+        res = ed.edit(model, tok, [req])
+        moves[mu] = activation_at_subject(model, tok, [req], "mlp_out", layer)[0] - h0
+        torch.testing.assert_close(moves[mu], res.deltas[layer] @ k, atol=1e-4 * h0.norm().item(), rtol=1e-4)
+        res.restore()
+    W3 = dis.W3.weight
+    assert moves[1.0].norm() > 0 and (W3 @ moves[1.0]).norm() < (W3 @ moves[0.0]).norm()
+    assert all(torch.equal(before[k], v) for k, v in model.state_dict().items())
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(os.environ.get("ICLR26_SLOW") != "1", reason="loads smollm2-135m; set ICLR26_SLOW=1")
+def test_dike_on_smollm2_makes_the_new_object_the_top_prediction():
+    from iclr26.editing.evaluate import evaluate_edits
+    from iclr26.lm import zoo
+
+    model, tok = zoo.load("smollm2-135m")
+    samples = [
+        KRDSample("The capital of France is", "France", "Paris", (("The currency of France is the", "euro"),)),
+        KRDSample("The capital of Japan is", "Japan", "Tokyo", (("The currency of Japan is the", "yen"),)),
+    ]
+    ed = DiKE(DiKEConfig(context_templates=(), stats_n_tokens=5000))
+    ed.fit_disentangler(model, tok, samples, KRDConfig(steps=2, batch_size=2), progress=False)
+    req = EditRequest("The capital of {} is", "Italy", "Berlin", "Rome")
+    res = ed.edit(model, tok, [req])
+    assert evaluate_edits(model, tok, [req])["efficacy_greedy_em"] == 1.0
+    res.restore()
