@@ -146,8 +146,9 @@ METRICS = {
     "r_real_mean": "binned Pearson r (equal-count PPL bins) between segment PPL and last-layer dispersion, "
     "mean over domains, real model",
     "r_real_pooled": "binned Pearson r over the segments of all domains pooled, real model",
-    "r_real_last": "per-segment Pearson r at the last layer, pooled over domains, real model",
-    "r_real_early": "per-segment Pearson r at the layer a quarter of the way up, pooled, real model",
+    "r_real_last": "per-segment Pearson r (log PPL vs dispersion) at the last layer, within each domain, averaged",
+    "r_real_early": "the same at the layer a quarter of the way up",
+    "r_real_last_pooled": "per-segment Pearson r at the last layer over all domains pooled (domain-confounded)",
     "r_tiny_models": "Pearson r over (size, checkpoint) points: held-out PPL vs mean last-layer dispersion",
     "r_tiny_segments": "binned Pearson r between segment PPL and dispersion, largest final tiny model",
     "knn_choice_gain": "kNN-LM PPL with the less dispersed key minus with the more dispersed key (λ tuned per key)",
@@ -192,10 +193,16 @@ def _real_model_part(cfg: DispersionConfig, seed: int, ctx, m: dict) -> dict:
     ppl, disp = np.concatenate(all_ppl), np.concatenate(all_disp)
     m["r_real_mean"] = float(np.mean([m[f"r_real_{d}"] for d in cfg.domains]))
     m["r_real_pooled"] = binned_pearson(ppl, disp[:, -1], cfg.n_bins)
-    logp = np.log(ppl)
-    layer_r = [float(np.corrcoef(logp, disp[:, layer])[0, 1]) for layer in range(1, disp.shape[1])]
+
+    # Per-layer correlations within each domain, then averaged over domains: pooling domains would mix domain
+    # identity (code is both low-perplexity and low-dispersion) into the depth comparison.
+    def layer_corr(p, x):
+        return [float(np.corrcoef(np.log(p), x[:, layer])[0, 1]) for layer in range(1, x.shape[1])]
+
+    layer_r = np.mean([layer_corr(p, x) for p, x in per_domain.values()], axis=0).tolist()
     early = max(0, round(cfg.early_layer_frac * len(layer_r)) - 1)
     m["r_real_last"], m["r_real_early"] = layer_r[-1], layer_r[early]
+    m["r_real_last_pooled"] = layer_corr(ppl, disp)[-1]
     ctx.save_artifact(f"real_layers_seed{seed}", {"layer_r": layer_r, "early_index": early})
     ctx.save_artifact(
         f"real_segments_seed{seed}",
@@ -398,7 +405,7 @@ def plots(run_dir, per_seed, cfg):
         ax.plot(range(1, len(r) + 1), r, marker="o")
         ax.axhline(0, color="grey", lw=0.5)
         ax.set_xlabel("layer")
-        ax.set_ylabel("Pearson r (log PPL, dispersion)")
+        ax.set_ylabel("Pearson r (log PPL, dispersion), mean over domains")
         ax.set_title("correlation by depth")
         figs.append(("layer_correlation", fig))
     pts = run_dir / "artifacts" / f"tiny_points_seed{seed}.json"
