@@ -11,7 +11,7 @@ run: install
 	$(VENV)/bin/iclr26 reproduce $(MAIN) --scale $(SCALE)
 
 test: install
-	$(VENV)/bin/pytest -q
+	$(VENV)/bin/pytest
 
 install: $(VENV)/.installed
 
