@@ -173,8 +173,52 @@ def similarity_level(a: Relation, b: Relation) -> int:
     return 2 if a.family == b.family else 1
 
 
+class FactTable:
+    """Queries shared by every world of (subject, relation) → object facts; subclasses fill ``entities``,
+    ``relations`` and ``_table``."""
+
+    entities: list[str]
+    relations: tuple[Relation, ...]
+    _table: dict[tuple[str, str], str]
+
+    @cached_property
+    def relation(self) -> dict[str, Relation]:
+        return {r.name: r for r in self.relations}
+
+    @property
+    def facts(self) -> list[Fact]:
+        return [
+            Fact(s, r.name, self._table[s, r.name])
+            for s in self.entities
+            for r in self.relations
+            if (s, r.name) in self._table
+        ]
+
+    def object(self, subject: str, relation: str) -> str:
+        return self._table[subject, relation]
+
+    def siblings(self, fact: Fact) -> list[Fact]:
+        """Same subject, other relation: the fine-grained facts an edit of ``fact`` must not disturb."""
+        return [
+            Fact(fact.subject, r.name, self._table[fact.subject, r.name])
+            for r in self.relations
+            if r.name != fact.relation and (fact.subject, r.name) in self._table
+        ]
+
+    def similarity(self, r1: str, r2: str) -> int:
+        return similarity_level(self.relation[r1], self.relation[r2])
+
+    def prompt(self, fact: Fact | tuple[str, str], template: int = 0) -> str:
+        subject, rel = (fact.subject, fact.relation) if isinstance(fact, Fact) else fact
+        templates = self.relation[rel].templates
+        return templates[template % len(templates)].format(s=subject)
+
+    def sentence(self, fact: Fact, template: int = 0) -> str:
+        return f"{self.prompt(fact, template)} {fact.object}"
+
+
 @dataclass
-class FactWorld:
+class FactWorld(FactTable):
     """``n_entities`` subjects × every relation, objects drawn uniformly at random (deterministic from ``seed``)."""
 
     n_entities: int = 100
@@ -193,36 +237,6 @@ class FactWorld:
         self._table = {
             (s, r.name): rng.choice(self.objects[r.object_type]) for s in self.entities for r in self.relations
         }
-
-    @cached_property
-    def relation(self) -> dict[str, Relation]:
-        return {r.name: r for r in self.relations}
-
-    @property
-    def facts(self) -> list[Fact]:
-        return [Fact(s, r.name, self._table[s, r.name]) for s in self.entities for r in self.relations]
-
-    def object(self, subject: str, relation: str) -> str:
-        return self._table[subject, relation]
-
-    def siblings(self, fact: Fact) -> list[Fact]:
-        """Same subject, other relation: the fine-grained facts an edit of ``fact`` must not disturb."""
-        return [
-            Fact(fact.subject, r.name, self._table[fact.subject, r.name])
-            for r in self.relations
-            if r.name != fact.relation
-        ]
-
-    def similarity(self, r1: str, r2: str) -> int:
-        return similarity_level(self.relation[r1], self.relation[r2])
-
-    def prompt(self, fact: Fact | tuple[str, str], template: int = 0) -> str:
-        subject, rel = (fact.subject, fact.relation) if isinstance(fact, Fact) else fact
-        templates = self.relation[rel].templates
-        return templates[template % len(templates)].format(s=subject)
-
-    def sentence(self, fact: Fact, template: int = 0) -> str:
-        return f"{self.prompt(fact, template)} {fact.object}"
 
     def sentences(self, templates: tuple[int, ...] | None = None) -> list[str]:
         """Every fact under every template (or the given template indices): the training corpus."""

@@ -17,7 +17,7 @@ import random
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from .facts import Fact, Relation, similarity_level
+from .facts import Fact, FactTable, Relation
 
 REAL_RELATIONS: tuple[Relation, ...] = (
     Relation(
@@ -111,7 +111,7 @@ COUNTRIES: dict[str, tuple[str | None, ...]] = {
 
 
 @dataclass
-class RealFactWorld:
+class RealFactWorld(FactTable):
     """Real facts about countries, with the :class:`~iclr26.worlds.facts.FactWorld` interface."""
 
     table: dict[str, tuple[str | None, ...]] = field(default_factory=lambda: dict(COUNTRIES))
@@ -131,45 +131,11 @@ class RealFactWorld:
         }
 
     @cached_property
-    def relation(self) -> dict[str, Relation]:
-        return {r.name: r for r in self.relations}
-
-    @cached_property
     def objects(self) -> dict[str, tuple[str, ...]]:
         """Objects seen per relation (edit targets are drawn from the edited relation's own objects)."""
         return {
             r.name: tuple(sorted({o for (s, rel), o in self._table.items() if rel == r.name})) for r in self.relations
         }
-
-    @property
-    def facts(self) -> list[Fact]:
-        return [
-            Fact(s, r.name, self._table[s, r.name])
-            for s in self.entities
-            for r in self.relations
-            if (s, r.name) in self._table
-        ]
-
-    def object(self, subject: str, relation: str) -> str:
-        return self._table[subject, relation]
-
-    def siblings(self, fact: Fact) -> list[Fact]:
-        return [
-            Fact(fact.subject, r.name, self._table[fact.subject, r.name])
-            for r in self.relations
-            if r.name != fact.relation and (fact.subject, r.name) in self._table
-        ]
-
-    def similarity(self, r1: str, r2: str) -> int:
-        return similarity_level(self.relation[r1], self.relation[r2])
-
-    def prompt(self, fact: Fact | tuple[str, str], template: int = 0) -> str:
-        subject, rel = (fact.subject, fact.relation) if isinstance(fact, Fact) else fact
-        templates = self.relation[rel].templates
-        return templates[template % len(templates)].format(s=subject)
-
-    def sentence(self, fact: Fact, template: int = 0) -> str:
-        return f"{self.prompt(fact, template)} {fact.object}"
 
     def counterfact(self, fact: Fact, rng: random.Random) -> str:
         """Another object of the same relation (e.g. another country's capital)."""
