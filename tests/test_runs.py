@@ -54,9 +54,6 @@ def test_atomic_write_leaves_old_file_on_failure(tmp_path):
     p = tmp_path / "x.json"
     atomic_write_text(p, "old")
 
-    class Boom(str):
-        pass
-
     with pytest.raises(TypeError):
         atomic_write_text(p, 123)  # type: ignore[arg-type]
     assert p.read_text() == "old"

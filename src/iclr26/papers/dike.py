@@ -30,7 +30,9 @@ from ..editing import MEMIT, ROME, AlphaEdit, AlphaEditConfig, MEMITConfig, ROME
 from ..editing.dike import DiKE, DiKEConfig
 from ..editing.dike_disentangler import Disentangler, KRDConfig, KRDSample
 from ..editing.evaluate import counterfact_requests, evaluate_edits, known_facts
+from ..editing.stats import model_fingerprint
 from ..lm import zoo
+from ..lm.adapters import ModelAdapter
 from ..lm.loading import cache_dir
 
 
@@ -202,17 +204,11 @@ def krd_samples(world, facts, known: set) -> list[KRDSample]:
     ]
 
 
-def _fingerprint(model) -> str:
-    from ..editing.stats import model_fingerprint
-
-    return model_fingerprint(model)
-
-
 def get_disentangler(model, tok, layer: int, samples, kcfg: KRDConfig, tag: str, ctx=None) -> Disentangler:
     """Train once per model, layer and KRD config; cached on disk under ``cache_dir()/dike_krd``."""
     blob = json.dumps(
         {
-            "fp": _fingerprint(model),
+            "fp": model_fingerprint(model),
             "layer": layer,
             "krd": asdict(kcfg),
             "tag": tag,
@@ -222,7 +218,7 @@ def get_disentangler(model, tok, layer: int, samples, kcfg: KRDConfig, tag: str,
         sort_keys=True,
     )
     path = cache_dir() / "dike_krd" / f"{hashlib.sha1(blob.encode()).hexdigest()[:16]}.pt"
-    d = ModelAdapterWidth(model)
+    d = ModelAdapter(model).d_model
     dis = Disentangler(d)
     if path.exists():
         dis.load_state_dict(torch.load(path, weights_only=True))
@@ -242,12 +238,6 @@ def get_disentangler(model, tok, layer: int, samples, kcfg: KRDConfig, tag: str,
     torch.save(dis.state_dict(), tmp)
     tmp.replace(path)
     return dis
-
-
-def ModelAdapterWidth(model) -> int:  # noqa: N802 - tiny helper
-    from ..lm.adapters import ModelAdapter
-
-    return ModelAdapter(model).d_model
 
 
 def calibrated_lambda(model, tok, layer: int, requests, cov: torch.Tensor) -> float:
