@@ -255,3 +255,22 @@ def test_dike_on_smollm2_makes_the_new_object_the_top_prediction():
     res = ed.edit(model, tok, [req])
     assert evaluate_edits(model, tok, [req])["efficacy_greedy_em"] == 1.0
     res.restore()
+
+
+def test_calibration_rule_picks_the_most_preserving_value_that_reaches_the_target(monkeypatch):
+    """tune_knob walks the grid from the most preserving value and stops at the first that reaches the target
+    efficacy; if none does it returns the last (least preserving) value. Every baseline's knob goes through it."""
+    from iclr26.papers import dike
+
+    effs = {1: 0.1, 2: 0.5, 4: 0.92, 8: 1.0}
+    calls = []
+
+    def fake_efficacy(editor, model, tok, reqs):
+        calls.append(editor)
+        return effs[editor]
+
+    monkeypatch.setattr(dike, "efficacy_of", fake_efficacy)
+    assert dike.tune_knob(lambda q: q, (1, 2, 4, 8), None, None, [], 0.9) == (4, 0.92)
+    assert calls == [1, 2, 4]  # stops at the first hit: the most preserving value that reaches the target
+    assert dike.tune_knob(lambda q: q, (1, 2), None, None, [], 0.9) == (2, 0.5)  # none reaches it: the last
+    assert dike.tune_knob(lambda q: q, (1, 2, 4), None, None, [], 0.05) == (1, 0.1)

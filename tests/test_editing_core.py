@@ -367,3 +367,29 @@ def test_metrics_follow_their_protocols():
     assert {"efficacy_prob_gt", "paraphrase_token_acc", "neighborhood_greedy_em", "locality_l0_prob_gt"} <= set(m)
     lp2 = score_answers(model, tok, ["Ada Kern lives in"] * 2, ["Rome", "Paris"])[0]
     assert m["efficacy_prob_gt"] == float(lp2[0] > lp2[1])
+
+
+def test_rome_makes_the_new_object_the_top_prediction_on_a_zoo_fact_model(tmp_path, monkeypatch):
+    """On ``facts-small`` (three-word subjects, so facts flow through the subject's last token), a ROME edit makes
+    the new object the greedy answer of the edited prompt (never before the edit), and restore() is exact. Measured:
+    5 of 12 requests; this 2-layer model reads the other facts straight from the embeddings (the 4-layer
+    ``facts-tiny``: 9 of 10, docs/papers/dike.md). A no-op editor scores 0."""
+    from iclr26.editing.evaluate import counterfact_requests, evaluate_edits, known_facts
+    from iclr26.lm import zoo
+
+    model, tok = zoo.load("facts-small", progress=False)
+    world = zoo.world_of("facts-small")
+    monkeypatch.setenv("ICLR26_CACHE", str(tmp_path))  # covariance statistics: a fresh cache
+    known = known_facts(model, tok, world)
+    assert len(known) >= 0.95 * len(world.facts)
+    reqs = counterfact_requests(world, known[:: len(known) // 12][:12], seed=0)
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    editor = ROME(ROMEConfig(context_templates=(), stats_n_tokens=4000), corpus=world.sentences())
+    hits = 0
+    for r in reqs:
+        assert evaluate_edits(model, tok, [r])["efficacy_greedy_em"] == 0.0
+        res = editor.edit(model, tok, [r])
+        hits += evaluate_edits(model, tok, [r])["efficacy_greedy_em"]
+        res.restore()
+    assert hits >= 4, f"only {hits} of {len(reqs)} edits made the new object the top prediction"
+    assert all(torch.equal(before[k], v) for k, v in model.state_dict().items())

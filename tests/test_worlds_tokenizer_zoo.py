@@ -32,6 +32,24 @@ def test_fact_world_ground_truth():
     assert FactWorld(n_entities=30, seed=4).facts != w.facts
 
 
+def test_permuted_subject_names_differ_only_by_order():
+    """subject_words=3: every syllable set appears in 3 orders, so a bag of the name's tokens cannot tell the
+    subjects apart (the model must compose the name in order), names are distinct and each word is one token."""
+    from collections import Counter
+
+    w = FactWorld(n_entities=30, seed=1, subject_words=3)
+    assert len(set(w.entities)) == 30 and all(len(e.split()) == 3 for e in w.entities)
+    bags = Counter(frozenset(e.split()) for e in w.entities)
+    assert set(bags.values()) == {3}
+    tok = build_word_tokenizer(w.vocabulary_texts())
+    assert all(len(tok(e, add_special_tokens=False)["input_ids"]) == 3 for e in w.entities)
+    assert FactWorld(n_entities=30, seed=1, subject_words=3).facts == w.facts
+    with pytest.raises(ValueError, match="subject_words"):
+        FactWorld(n_entities=3, subject_words=0)
+    with pytest.raises(ValueError, match="at most"):
+        FactWorld(n_entities=100, subject_words=24)
+
+
 def test_similarity_levels():
     w = FactWorld(n_entities=2)
     assert w.similarity("birthplace", "hometown") == 2

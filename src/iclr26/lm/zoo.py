@@ -45,7 +45,7 @@ class ZooSpec:
 
 
 ZOO: dict[str, ZooSpec] = {}
-WORLD_VERSION = 2  # bumped whenever the worlds' generators change, so cached models are retrained
+WORLD_VERSION = 3  # bumped whenever the worlds' generators change, so cached models are retrained
 
 
 def register(spec: ZooSpec) -> ZooSpec:
@@ -59,19 +59,29 @@ for _arch in ("llama", "gpt2", "qwen2"):
             f"facts-micro-{_arch}",
             _arch,
             model=dict(d_model=64, n_layers=2, n_heads=4, n_kv_heads=2 if _arch != "gpt2" else None, max_len=32),
-            world_kwargs=dict(n_entities=12),
+            world_kwargs=dict(n_entities=12, subject_words=3),
             train=dict(steps=400, batch_size=32, lr=1e-2, warmup=20, seq_len=24),
             description="micro fact model for tests (~seconds to train)",
         )
     )
 register(
     ZooSpec(
+        "facts-small",
+        "llama",
+        model=dict(d_model=64, n_layers=2, n_heads=4, n_kv_heads=2, max_len=32),
+        world_kwargs=dict(n_entities=48, subject_words=3),
+        train=dict(steps=800, batch_size=32, lr=3e-3, warmup=20, seq_len=24),
+        description="smallest fact model here that locate-then-edit methods can edit (~20 s to train; editing tests)",
+    )
+)
+register(
+    ZooSpec(
         "facts-tiny",
         "llama",
         model=dict(d_model=128, n_layers=4, n_heads=4, n_kv_heads=2, max_len=32),
-        world_kwargs=dict(n_entities=375),
-        train=dict(steps=2500, batch_size=64, lr=3e-3, warmup=100, seq_len=24),
-        description="~1M-parameter llama that memorises a 3,000-fact world (375 subjects × 8 relations)",
+        world_kwargs=dict(n_entities=375, subject_words=3),
+        train=dict(steps=2500, batch_size=64, lr=1e-3, warmup=100, seq_len=24),
+        description="~1M-parameter llama that memorises a 3,000-fact world (375 three-word subjects × 8 relations)",
     )
 )
 

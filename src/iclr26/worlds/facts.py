@@ -9,6 +9,14 @@ phrasing family, so the similarity between two relations is graded:
 
 Every relation has several paraphrase templates. The world exposes every fact and every same-subject sibling fact,
 deterministic from a seed.
+
+Subjects are one invented word (``subject_words=1``, e.g. ``Bakori``) or several syllable words whose *order* matters
+(``subject_words=3``: ``Ba Ko Ri``, ``Ri Ba Ko`` and ``Ko Ri Ba`` are three different people). With order-sensitive
+multi-token names a model cannot read the subject from a bag of token embeddings at the final position; it has to
+compose the name at the subject's last token, which is the pathway locate-then-edit methods (ROME, MEMIT, ...) edit.
+Measured here: tiny llamas trained on one-word subjects answer through the first attention layer straight from the
+embedding and ROME cannot edit them (efficacy ≈ 0), while on three-word permuted names ROME at an early layer reaches
+efficacy ≈ 0.9 (see docs/papers/dike.md).
 """
 
 from __future__ import annotations
@@ -166,6 +174,32 @@ def entity_names(n: int, seed: int = 0) -> list[str]:
     return out
 
 
+def permuted_names(n: int, seed: int = 0, words: int = 3) -> list[str]:
+    """``n`` distinct names of ``words`` capitalised syllable words; every syllable set is used in ``words``
+    different orders, so only the order tells those names apart (deterministic from ``seed``)."""
+    import itertools
+
+    if words < 2:
+        raise ValueError(f"permuted names need at least 2 words, got {words}")
+    from math import comb
+
+    if n > comb(len(_SYLLABLES), words) * words:
+        raise ValueError(f"at most {comb(len(_SYLLABLES), words) * words} names of {words} syllables; asked for {n}")
+    rng = random.Random(seed)
+    syllables = sorted(s.capitalize() for s in _SYLLABLES)
+    sets: set[frozenset] = set()
+    out: list[str] = []
+    while len(out) < n:
+        base = tuple(rng.sample(syllables, words))
+        if frozenset(base) in sets:
+            continue
+        sets.add(frozenset(base))
+        orders = sorted(itertools.permutations(base))
+        rng.shuffle(orders)
+        out.extend(" ".join(o) for o in orders[:words])
+    return out[:n]
+
+
 def similarity_level(a: Relation, b: Relation) -> int:
     """2 (same type, same family), 1 (same type, other family), 0 (other type)."""
     if a.object_type != b.object_type:
@@ -225,14 +259,20 @@ class FactWorld(FactTable):
     seed: int = 0
     relations: tuple[Relation, ...] = RELATIONS
     objects: dict[str, tuple[str, ...]] = field(default_factory=lambda: dict(OBJECTS))
+    subject_words: int = 1  # 1: one invented word per subject; ≥ 2: permuted syllable words (see the module docstring)
 
     def __post_init__(self):
         if self.n_entities < 1:
             raise ValueError(f"n_entities must be ≥ 1, got {self.n_entities}")
+        if self.subject_words < 1:
+            raise ValueError(f"subject_words must be ≥ 1, got {self.subject_words}")
         missing = {r.object_type for r in self.relations} - set(self.objects)
         if missing:
             raise ValueError(f"no objects for object types {sorted(missing)}")
-        self.entities = entity_names(self.n_entities, self.seed)
+        if self.subject_words == 1:
+            self.entities = entity_names(self.n_entities, self.seed)
+        else:
+            self.entities = permuted_names(self.n_entities, self.seed, self.subject_words)
         rng = random.Random(self.seed + 1)
         self._table = {
             (s, r.name): rng.choice(self.objects[r.object_type]) for s in self.entities for r in self.relations
