@@ -197,13 +197,19 @@ def test_smoke_run_through_the_harness(tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.skipif(os.environ.get("ICLR26_SLOW") != "1", reason="loads smollm2-135m; set ICLR26_SLOW=1")
-def test_suit_on_smollm2_makes_the_new_object_the_top_prediction():
-    from iclr26.editing.evaluate import evaluate_edits
+def test_suit_on_smollm2_raises_the_new_object_and_restores():
+    from iclr26.editing.evaluate import score_answers
     from iclr26.lm import zoo
 
     model, tok = zoo.load("smollm2-135m")
     ed = SUIT(SUITConfig(context_templates=(), stats_n_tokens=5000), entities=["France", "Japan", "Brazil", "Kenya"])
     req = EditRequest("The capital of {} is", "Italy", "Berlin", "Rome")
+    # measured in the reproduction: this editor makes the new object the greedy answer in only ~half of the SmolLM2
+    # edits (docs), so the test checks that the edit moves P(new) a lot, not that it always wins, and restore()
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    lp0 = score_answers(model, tok, [req.text], [req.target_new])[0][0]
     res = ed.edit(model, tok, [req])
-    assert evaluate_edits(model, tok, [req])["efficacy_greedy_em"] == 1.0
+    lp1 = score_answers(model, tok, [req.text], [req.target_new])[0][0]
     res.restore()
+    assert lp1 > lp0 + 1.0, (lp0, lp1)  # mean per-token log-prob of the new object up by more than one nat
+    assert all(torch.equal(before[k], v) for k, v in model.state_dict().items())
