@@ -21,6 +21,7 @@ from .base import (
     as_requests,
     scaled_layers,
 )
+from .dike import DiKE, DiKEConfig
 from .evaluate import (
     METRIC_PROTOCOLS,
     counterfact_requests,
@@ -30,6 +31,7 @@ from .evaluate import (
 from .memit import MEMIT, MEMITConfig, memit_delta
 from .rome import ROME, ROMEConfig, rome_delta
 from .stats import key_covariances
+from .suit import SUIT, SUITConfig
 
 __all__ = [
     "AlphaEdit",
@@ -56,17 +58,8 @@ __all__ = [
     "ROMEConfig",
     "rome_delta",
     "key_covariances",
+    "DiKE",
+    "DiKEConfig",
+    "SUIT",
+    "SUITConfig",
 ]
-
-# DiKE and SUIT live in dike.py / suit.py (written separately): their editor and config classes are exported here
-# once those modules define them (a real error inside them still raises).
-from importlib import import_module as _import_module  # noqa: E402
-from importlib.util import find_spec as _find_spec  # noqa: E402
-
-for _mod, _names in (("dike", ("DiKE", "DiKEConfig")), ("suit", ("SUIT", "SUITConfig"))):
-    if _find_spec(f"{__name__}.{_mod}") is not None:
-        _m = _import_module(f"{__name__}.{_mod}")
-        for _n in _names:
-            if hasattr(_m, _n):
-                globals()[_n] = getattr(_m, _n)
-                __all__.append(_n)
