@@ -264,6 +264,83 @@ def test_longctx_world_examples():
         w.sample("niah", 10, rng)
 
 
+def _check_training_text(world, segments):
+    """Every answer piece follows its question and is what the items planted before it give."""
+    words, links, facts, seen = [], {}, set(), set()
+    for i, (piece, is_answer) in enumerate(segments):
+        if is_answer:
+            question = segments[i - 1][0].split()
+            assert question[0] == "question" and not segments[i - 1][1] and segments[i + 1] == (".", False)
+            asked = " ".join(question[1 : question.index("?")])
+            if asked in links:  # a needle key or a chain head: walk the assignments planted so far
+                walk, cur = [], asked
+                while cur in links:
+                    cur = links[cur]
+                    walk.append(cur)
+                assert piece == " ".join(walk)
+            else:  # a fact (random object, asked once): its sentence was planted before the question
+                assert f"{asked} {piece}" in facts and asked not in seen
+                seen.add(asked)
+                assert f"{asked} {piece}" in facts and any(piece in objs for objs in world.world.objects.values())
+        elif piece.startswith("note "):
+            body = piece[len("note ") : -len(" .")]
+            parts = body.split()
+            if len(parts) == 2 and parts[0][0] in "kx":
+                assert parts[0] not in links  # keys and variables are assigned once per text
+                links[parts[0]] = parts[1]
+            else:
+                facts.add(body)
+        words += piece.split()
+    return words
+
+
+def test_training_segments_answers_are_exactly_the_planted_answers():
+    w, rng = SyntheticLongCtx(), random.Random(0)
+    for n, density in ((128, (0.9, 1.0)), (1024, (0.2, 0.5))):
+        for _ in range(5):
+            segments = w.training_segments(n, rng, density)
+            words = _check_training_text(w, segments)
+            assert n <= len(words) <= n + 16
+            assert sum(flag for _, flag in segments) >= 3
+            asked = sum(len(p.split()) for p, _ in segments if p.startswith(("note", "question")))
+            assert asked >= 0.8 * density[0] * n  # the items and questions take the requested share
+    with pytest.raises(ValueError, match="too short"):
+        w.training_segments(10, rng)
+
+
+def test_train_sequence_mask_covers_exactly_the_answer_tokens():
+    from iclr26.lm.tokenizer import build_word_tokenizer
+    from iclr26.papers.restkv import _batch, _copy_batch, _train_sequence
+
+    w = SyntheticLongCtx()
+    tok = build_word_tokenizer(w.vocabulary_texts())
+    segments = w.training_segments(300, random.Random(3))
+    ids, mask = _train_sequence(w, tok, random.Random(3), 300)
+    assert len(ids) == len(mask) and ids[0] == tok.bos_token_id and tok.unk_token_id not in ids
+    answers = [p for p, flag in segments if flag]
+    assert tok.decode([i for i, a in zip(ids, mask) if a]).split() == " ".join(answers).split()
+    assert tok.decode(ids[1:]).split() == " ".join(p for p, _ in segments).split()
+    x, am, pm = _batch(w, tok, random.Random(0), 3, 200)
+    assert x.shape == am.shape == pm.shape and ((am == 1) <= (pm == 1)).all() and (x[pm == 0] == 0).all()
+    x, am, pm = _copy_batch(len(tok), random.Random(0), 4, 10, tok.bos_token_id)
+    assert (x[:, 1:11] == x[:, 11:]).all() and am[:, :11].sum() == 0 and (am[:, 11:] == 1).all() and x[:, 1:].min() >= 4
+
+
+def test_tiny_training_curriculum_runs_every_stage(monkeypatch):
+    import iclr26.papers.restkv as paper
+    from iclr26.lm.tokenizer import build_word_tokenizer
+
+    w = SyntheticLongCtx()
+    tok = build_word_tokenizer(w.vocabulary_texts())
+    phases = (paper.Phase(2, (8,), copy_frac=1.0, tokens=64), paper.Phase(3, (64,), (0.8, 1.0), 0.5, tokens=128))
+    monkeypatch.setattr(paper, "TRAIN_PHASES", phases)
+    model = tiny_model("llama", vocab_size=len(tok), d_model=16, n_layers=1, n_heads=2, n_kv_heads=1, max_len=256)
+    before = [p.detach().clone() for p in model.parameters()]
+    acc = paper._train_tiny(model, w, tok, random.Random(0), progress=False)
+    assert not model.training and 0.0 <= acc <= 1.0
+    assert all(not torch.equal(a, b) for a, b in zip(before, model.parameters()))
+
+
 def test_smoke_run(tmp_path):
     from iclr26.core.runs import run_paper
 

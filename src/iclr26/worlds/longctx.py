@@ -154,6 +154,57 @@ class SyntheticLongCtx:
             hay.append(f"the {rng.choice(self.NOUNS)} {rng.choice(self.VERBS)} the {rng.choice(self.NOUNS)} .")
         return LongCtxExample(task, f"{_plant(hay, items)} {question}", answer, depth, n_words)
 
+    def training_segments(
+        self, n_words: int, rng: random.Random, density: tuple[float, float] = (0.2, 0.5)
+    ) -> list[tuple[str, bool]]:
+        """One training text of about ``n_words`` words as (piece, is_answer) segments, MQAR style.
+
+        The items of many examples (needles with distinct keys, assignment chains of 1–4 hops over distinct
+        variables, facts of the world's subjects and relations with random objects, so that they must be read, not
+        remembered) are spread over a filler haystack, and each is asked once by a question placed anywhere after
+        its last item (so retrieval is practised at every distance, up to the whole text). Items and questions take a
+        fraction ``density`` (drawn uniformly from the range) of the words. Rendered exactly as :meth:`sample` renders
+        the evaluation tasks; ``is_answer`` marks the answer pieces (the tokens a model must retrieve).
+        """
+        if n_words < 64:
+            raise ValueError(f"training text of {n_words} words is too short: need at least 64")
+        keys, variables = rng.sample(self.keys, len(self.keys)), rng.sample(self.variables, len(self.variables))
+        facts = rng.sample(self.world.facts, min(len(self.world.facts), 64))  # distinct (subject, relation) pairs
+        target = rng.uniform(*density) * n_words
+        events: list[tuple[float, str, bool]] = []  # (position in [0, 1), piece, is_answer)
+        used = 0
+        while used < target:
+            kind = rng.choice(("needle", "needle", "chain", "fact"))
+            if kind == "needle" and keys:
+                k, v = keys.pop(), rng.choice(self.values)
+                items, question, answer = [self._render("needle", k, v)], self._render("ask", k), v
+            elif kind == "chain" and len(variables) >= 5:
+                chain = [variables.pop() for _ in range(rng.randint(2, 5))]  # chain[0] ← … ← chain[-1] ← value
+                v = rng.choice(self.values)
+                items = [self._render("assign", chain[-1], v)]
+                items += [self._render("assign", lhs, rhs) for lhs, rhs in zip(chain[-2::-1], chain[:0:-1])]
+                question, answer = self._render("ask_var", chain[0]), self._render("chain", chain[1:], v)
+            elif kind == "fact" and facts:  # a random object of its type: the text, not a memorised world, answers
+                f = facts.pop()
+                obj = rng.choice(self.world.objects[self.world.relation[f.relation].object_type])
+                items = [self._render("fact", f"{self.world.prompt(f)} {obj}")]
+                question, answer = self._render("ask_fact", self.world.prompt(f)), obj
+            else:
+                if not keys and not facts and len(variables) < 5:
+                    break
+                continue
+            pos = sorted(rng.random() for _ in items)
+            events += [(p, it, False) for p, it in zip(pos, items)]
+            q = rng.uniform(pos[-1], 1.0)
+            events += [(q, question, False), (q, answer, True), (q, ".", False)]  # equal positions keep this order
+            used += sum(len(x.split()) for x in (*items, question, answer)) + 1
+        while used < n_words:
+            s = f"the {rng.choice(self.NOUNS)} {rng.choice(self.VERBS)} the {rng.choice(self.NOUNS)} ."
+            events.append((rng.random(), s, False))
+            used += 6
+        events.sort(key=lambda e: e[0])  # stable: a question, its answer and its full stop stay together
+        return [(piece, flag) for _, piece, flag in events]
+
 
 class WikiLongCtx:
     """Needles planted in real Wikipedia text for a pretrained model; lengths counted with its tokenizer."""
