@@ -67,3 +67,20 @@ def test_bad_scale_and_no_reproduction(fake_paper, tmp_path):
         run_paper("gf-screen", out=tmp_path)
     with pytest.raises(ValueError, match="at least one seed"):
         run_paper("fake-paper", seeds=(), out=tmp_path)
+
+
+def test_torch_threads_sets_and_restores_also_on_error():
+    import torch
+
+    from iclr26.core.threads import torch_threads
+
+    before = torch.get_num_threads()
+    target = 1 if before != 1 else 2
+    with torch_threads(target):
+        assert torch.get_num_threads() == target
+    assert torch.get_num_threads() == before
+    with pytest.raises(RuntimeError, match="boom"), torch_threads(target):
+        raise RuntimeError("boom")
+    assert torch.get_num_threads() == before
+    with pytest.raises(ValueError, match="thread count"), torch_threads(0):
+        pass

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from iclr26.core.claims import Check, Claim
+from iclr26.core.threads import torch_threads
 from iclr26.theory.fsl import PowerLawTask, PowerLawTaskConfig, fit_fsl
 from iclr26.theory.fsl_schedule import BatchSizeSchedule, optimal_schedule, train_with_batch_schedule
 
@@ -401,11 +402,7 @@ def _lm_run(cfg: Cfg, seed: int, steps: np.ndarray, p_ctx, p_next, eval_at: set[
 
 
 def _lm_part(cfg: Cfg, seed: int, ctx) -> tuple[dict, dict]:
-    import torch
-
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # tiny matmuls: one thread is faster and leaves the other core free
-    try:
+    with torch_threads(1):  # tiny matmuls: one thread is faster and leaves the other core free
         p_ctx, p_next = power_law_language(cfg.lm_vocab, cfg.lm_zipf, cfg.lm_world_seed)
         out, curves = {}, {}
         sched = {
@@ -422,8 +419,6 @@ def _lm_part(cfg: Cfg, seed: int, ctx) -> tuple[dict, dict]:
             curves[name] = curve
             ctx.log(f"LM {name}: {steps.size} steps, excess loss at the token budget {out[f'lm_kl_{name}']:.4f}")
         return out, curves
-    finally:
-        torch.set_num_threads(threads)
 
 
 # --------------------------------------------------------------------------------------------------------------------

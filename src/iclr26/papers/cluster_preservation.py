@@ -255,14 +255,10 @@ def _net_stats(net, X, y, k, dims, cfg, tag, bounds) -> dict[str, float]:
 
 
 def run(cfg: Cfg, seed: int, ctx) -> dict[str, float]:
-    import torch
+    from ..core.threads import torch_threads
 
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
+    with torch_threads(1):
         return _run(cfg, seed, ctx)
-    finally:
-        torch.set_num_threads(threads)
 
 
 def _run(cfg: Cfg, seed: int, ctx) -> dict[str, float]:

@@ -17,7 +17,6 @@ Metric names are ``<method>_<metric>_<setting>``; see ``METRICS`` for each proto
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import random
@@ -27,6 +26,7 @@ from dataclasses import asdict, dataclass
 import torch
 
 from ..core.claims import Check, Claim
+from ..core.threads import torch_threads
 from ..editing import MEMIT, ROME, AlphaEdit, AlphaEditConfig, MEMITConfig, ROMEConfig
 from ..editing.dike import DiKE, DiKEConfig
 from ..editing.dike_disentangler import Disentangler, KRDConfig, KRDSample
@@ -443,7 +443,7 @@ def run_setting(setting: str, cfg: Cfg, seed: int, ctx) -> dict[str, float]:
     key = (setting, cfg)
     if key not in _PREP:
         prep = prepare(setting, cfg, ctx)
-        prep["editors"], prep["lam"] = make_editors(
+        prep["editors"], prep["knobs"] = make_editors(
             prep["model"],
             prep["tok"],
             prep["world"],
@@ -459,8 +459,8 @@ def run_setting(setting: str, cfg: Cfg, seed: int, ctx) -> dict[str, float]:
     model, tok = prep["model"], prep["tok"]
     out = {
         f"recall_{setting}": prep["recall"],
-        f"lambda_{setting}": prep["lam"][0],
-        f"alphaedit_threshold_{setting}": prep["lam"][1],
+        f"lambda_{setting}": prep["knobs"][0],
+        f"alphaedit_threshold_{setting}": prep["knobs"][1],
     }
     n = cfg.n_edits if setting == "tiny" else cfg.n_edits_smollm2
     reqs = draw_edits(prep, n, seed)
@@ -497,20 +497,8 @@ def run_setting(setting: str, cfg: Cfg, seed: int, ctx) -> dict[str, float]:
     return out
 
 
-@contextlib.contextmanager
-def one_thread():
-    """One intra-op thread. Measured here while another process held the second core (OpenMP spin-waits): a
-    disentangler step on ``facts-tiny`` 0.24 s with one thread vs ~5 s with two; a SmolLM2 ROME edit 7 s vs 50 s."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(n)
-
-
 def run(cfg: Cfg, seed: int, ctx) -> dict[str, float]:
-    with one_thread():  # both settings: ~7× faster per SmolLM2 edit than two threads on a busy 2-core machine
+    with torch_threads(1):  # both settings: ~7× faster per SmolLM2 edit than two threads on a busy 2-core machine
         out = run_setting("tiny", cfg, seed, ctx)
         if cfg.smollm2:
             out.update(run_setting("smollm2", cfg, seed, ctx))

@@ -27,6 +27,7 @@ import numpy as np
 import torch
 
 from iclr26.core.claims import Check, Claim
+from iclr26.core.threads import torch_threads
 from iclr26.probing.probes import PROBES, ProbeTrainConfig, make_probe, probe_accuracy, train_probe
 from iclr26.probing.vit import MAEConfig, ViTConfig, extract_tokens, pretrain_mae
 
@@ -200,12 +201,8 @@ def digit_images(seed: int, test_fraction: float, size: int = 32, n: int | None 
 
 
 def run(cfg: Cfg, seed: int, ctx) -> dict[str, float]:
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # small matrices: extra intra-op threads cost more than they give on a shared CPU
-    try:
+    with torch_threads(1):  # small matrices: extra intra-op threads cost more than they give on a shared CPU
         return _run(cfg, seed, ctx)
-    finally:
-        torch.set_num_threads(threads)
 
 
 def _fit_probe(name: str, cfg: Cfg, tokens: torch.Tensor, labels: torch.Tensor, seed: int):

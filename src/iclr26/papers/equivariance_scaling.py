@@ -27,6 +27,7 @@ import numpy as np
 import torch
 
 from iclr26.core.claims import Check, Claim
+from iclr26.core.threads import torch_threads
 from iclr26.science.forcefield_scaling import fit_compute_frontier, fit_power_law
 from iclr26.science.forcefield_training import TargetScaler, TrainConfig, equivariance_error, train_forcefield
 from iclr26.science.forcefields import (
@@ -224,12 +225,8 @@ def _exponents(runs: list[dict], arch: str, data_sizes, tiers) -> dict[str, floa
 
 
 def run(cfg: Cfg, seed: int, ctx) -> dict[str, float]:
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # these models are tiny: intra-op threads only add overhead
-    try:
+    with torch_threads(1):  # these models are tiny: intra-op threads only add overhead
         return _run(cfg, seed, ctx)
-    finally:
-        torch.set_num_threads(threads)
 
 
 def _run(cfg: Cfg, seed: int, ctx) -> dict[str, float]:

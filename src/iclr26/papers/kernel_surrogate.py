@@ -29,6 +29,7 @@ from threadpoolctl import threadpool_limits
 from tqdm.auto import tqdm
 
 from iclr26.core.claims import Check, Claim
+from iclr26.core.threads import torch_threads
 from iclr26.theory.kernel_surrogate import (
     KernelSurrogate,
     KernelSurrogateConfig,
@@ -306,23 +307,19 @@ def _gradient_estimation(cfg: Cfg, seed: int, ctx) -> tuple[dict, dict]:
 
 
 def run(cfg: Cfg, seed: int, ctx) -> dict[str, float]:
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # small dense problems: one BLAS thread is fastest on a shared 2-core machine
-    try:
-        with threadpool_limits(limits=1):
-            t0 = time.perf_counter()
-            metrics, art = _attribution(cfg, seed, True, ctx, "")
-            if cfg.control:
-                ctrl, art_ctrl = _attribution(cfg, seed, False, ctx, "ctrl_")
-                metrics.update(ctrl)
-                art["control"] = art_ctrl
-            t1 = time.perf_counter()
-            gm, art_g = _gradient_estimation(cfg, seed, ctx)
-            metrics.update(gm)
-            art["gradient_estimation"] = art_g
-            ctx.log(f"time: attribution {t1 - t0:.0f} s, gradient estimation {time.perf_counter() - t1:.0f} s")
-    finally:
-        torch.set_num_threads(threads)
+    # small dense problems: one BLAS thread is fastest on a shared 2-core machine
+    with torch_threads(1), threadpool_limits(limits=1):
+        t0 = time.perf_counter()
+        metrics, art = _attribution(cfg, seed, True, ctx, "")
+        if cfg.control:
+            ctrl, art_ctrl = _attribution(cfg, seed, False, ctx, "ctrl_")
+            metrics.update(ctrl)
+            art["control"] = art_ctrl
+        t1 = time.perf_counter()
+        gm, art_g = _gradient_estimation(cfg, seed, ctx)
+        metrics.update(gm)
+        art["gradient_estimation"] = art_g
+        ctx.log(f"time: attribution {t1 - t0:.0f} s, gradient estimation {time.perf_counter() - t1:.0f} s")
     ctx.save_artifact(f"seed-{seed}", _plain(art))
     return metrics
 

@@ -29,6 +29,7 @@ from threadpoolctl import threadpool_limits
 from tqdm.auto import tqdm
 
 from iclr26.core.claims import Check, Claim
+from iclr26.core.threads import torch_threads
 from iclr26.theory.policy_newton import (
     PolicyNewtonConfig,
     RKHSGradientConfig,
@@ -289,14 +290,10 @@ def _gym(cfg: Cfg, seed: int, ctx) -> tuple[dict, dict]:
 
 
 def run(cfg: Cfg, seed: int, ctx) -> dict[str, float]:
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # tiny dense problems: one BLAS thread is fastest on a shared 2-core machine
-    try:
-        with threadpool_limits(limits=1):
-            toy, toy_art = _toy(cfg, seed, ctx)
-            gym_metrics, curves = _gym(cfg, seed, ctx)
-    finally:
-        torch.set_num_threads(threads)
+    # tiny dense problems: one BLAS thread is fastest on a shared 2-core machine
+    with torch_threads(1), threadpool_limits(limits=1):
+        toy, toy_art = _toy(cfg, seed, ctx)
+        gym_metrics, curves = _gym(cfg, seed, ctx)
     ctx.save_artifact(f"seed-{seed}", {"toy": toy_art, "cartpole_rewards": curves})
     return {**toy, **gym_metrics}
 

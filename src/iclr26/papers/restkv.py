@@ -30,6 +30,7 @@ import torch
 from tqdm.auto import tqdm
 
 from ..core.claims import Check, Claim
+from ..core.threads import torch_threads
 from ..kvcache import METHODS, cache_lengths, compress_record, make_press, record_prefill, timed_generate
 from ..kvcache.measure import continue_from
 from ..lm.loading import cache_dir
@@ -357,7 +358,11 @@ def _efficiency(model, make_ids, lengths, budget, window, new_tokens, tag, m, me
 
 
 def run(cfg: Cfg, seed: int, ctx) -> dict[str, float]:
-    torch.set_num_threads(cfg.threads)
+    with torch_threads(cfg.threads):
+        return _run(cfg, seed, ctx)
+
+
+def _run(cfg: Cfg, seed: int, ctx) -> dict[str, float]:
     m: dict[str, float] = {}
     rng = random.Random(1000 + seed)
     t0 = time.time()

@@ -21,10 +21,11 @@ import time
 from dataclasses import dataclass
 
 from ..core.claims import Check, Claim
+from ..core.threads import torch_threads
 from ..editing import MEMIT, AlphaEdit, AlphaEditConfig, MEMITConfig
 from ..editing.evaluate import counterfact_requests, evaluate_edits
 from ..editing.suit import SUIT, SUITConfig
-from .dike import SETTINGS, baseline_knobs, one_thread, plot_rloc_by_level, prepare, summarise
+from .dike import SETTINGS, baseline_knobs, plot_rloc_by_level, prepare, summarise
 
 
 @dataclass(frozen=True)
@@ -168,7 +169,7 @@ def run_setting(setting: str, cfg: Cfg, seed: int, ctx) -> dict[str, float]:
     key = (setting, cfg)
     if key not in _PREP:
         prep = prepare(setting, cfg, ctx)
-        prep["editors"], prep["lam"] = make_editors(prep, cfg, setting, ctx)
+        prep["editors"], prep["knobs"] = make_editors(prep, cfg, setting, ctx)
         _PREP[key] = prep
     prep = _PREP[key]
     model, tok = prep["model"], prep["tok"]
@@ -183,8 +184,8 @@ def run_setting(setting: str, cfg: Cfg, seed: int, ctx) -> dict[str, float]:
     reqs = counterfact_requests(prep["world"], facts, seed=seed, keep=prep["known"].__contains__)
     out = {
         f"recall_{setting}": prep["recall"],
-        f"lambda_{setting}": prep["lam"][0],
-        f"alphaedit_threshold_{setting}": prep["lam"][1],
+        f"lambda_{setting}": prep["knobs"][0],
+        f"alphaedit_threshold_{setting}": prep["knobs"][1],
     }
     ctx.log(f"{setting}: recall {prep['recall']:.3f}; {len(reqs)} edits in sequential batches of {bs}")
     curves = {}
@@ -211,7 +212,7 @@ def run_setting(setting: str, cfg: Cfg, seed: int, ctx) -> dict[str, float]:
 
 
 def run(cfg: Cfg, seed: int, ctx) -> dict[str, float]:
-    with one_thread():  # both settings: ~7× faster per SmolLM2 edit than two threads on a busy 2-core machine
+    with torch_threads(1):  # both settings: ~7× faster per SmolLM2 edit than two threads on a busy 2-core machine
         out = run_setting("tiny", cfg, seed, ctx)
         if cfg.smollm2:
             out.update(run_setting("smollm2", cfg, seed, ctx))

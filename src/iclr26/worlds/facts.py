@@ -14,16 +14,18 @@ Subjects are one invented word (``subject_words=1``, e.g. ``Bakori``) or several
 (``subject_words=3``: ``Ba Ko Ri``, ``Ri Ba Ko`` and ``Ko Ri Ba`` are three different people). With order-sensitive
 multi-token names a model cannot read the subject from a bag of token embeddings at the final position; it has to
 compose the name at the subject's last token, which is the pathway locate-then-edit methods (ROME, MEMIT, ...) edit.
-Measured here: tiny llamas trained on one-word subjects answer through the first attention layer straight from the
-embedding and ROME cannot edit them (efficacy ≈ 0), while on three-word permuted names ROME at an early layer reaches
-efficacy ≈ 0.9 (see docs/papers/dike.md).
+Measured here: a tiny llama trained on one-word subjects (at lr 3e-3) answered through the first attention layer
+straight from the embedding and ROME could not edit it (efficacy ≈ 0); on three-word permuted names ROME at an early
+layer reaches efficacy ≈ 0.8–0.9 (see docs/papers/dike.md).
 """
 
 from __future__ import annotations
 
+import itertools
 import random
 from dataclasses import dataclass, field
 from functools import cached_property
+from math import comb
 
 
 @dataclass(frozen=True)
@@ -177,12 +179,8 @@ def entity_names(n: int, seed: int = 0) -> list[str]:
 def permuted_names(n: int, seed: int = 0, words: int = 3) -> list[str]:
     """``n`` distinct names of ``words`` capitalised syllable words; every syllable set is used in ``words``
     different orders, so only the order tells those names apart (deterministic from ``seed``)."""
-    import itertools
-
     if words < 2:
         raise ValueError(f"permuted names need at least 2 words, got {words}")
-    from math import comb
-
     if n > comb(len(_SYLLABLES), words) * words:
         raise ValueError(f"at most {comb(len(_SYLLABLES), words) * words} names of {words} syllables; asked for {n}")
     rng = random.Random(seed)
