@@ -1,13 +1,21 @@
-"""The `iclr26` command line: list, show, run, reproduce, report. Thin: it only looks things up in the registry."""
+"""The `iclr26` command line: list, show, run, reproduce, report, compare. Thin: it looks things up in the registry.
+
+Names mean the same in every command: ``--runs DIR`` is the root of the run folders (default ``runs``), ``--report
+DIR`` the report folder (default ``reports``). Look-ups (list, show, compare) import no ML library, so they are fast.
+Errors the user can fix print one line; anything else shows its traceback (``--debug`` shows it for both).
+"""
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import json
 import sys
 import textwrap
 
-from .core.registry import PAPERS, UnknownPaperError, get_paper, reproducible
-from .core.runs import SCALES, latest_run, read_json, run_paper, status_of
+from .core.errors import UserError
+from .core.registry import PAPERS, get_paper, reproducible
+from .core.runs import SCALES, latest_run, read_json, run_paper, scale_of, status_of
 
 
 def _seeds(text: str) -> tuple[int, ...]:
@@ -15,33 +23,86 @@ def _seeds(text: str) -> tuple[int, ...]:
         seeds = tuple(int(s) for s in text.split(",") if s.strip())
     except ValueError:
         raise argparse.ArgumentTypeError(
-            f"--seeds takes integers separated by commas, e.g. 0,1,2; got {text!r}"
+            f"--seeds takes non-negative integers separated by commas, e.g. 0,1,2; got {text!r}"
         ) from None
     if not seeds:
         raise argparse.ArgumentTypeError("--seeds needs at least one seed, e.g. 0,1,2")
     return seeds
 
 
+def _dump(obj) -> None:
+    print(json.dumps(obj, indent=2, sort_keys=True, default=str, allow_nan=True))
+
+
 def cmd_list(args) -> int:
-    print(f"{'slug':22s} {'status':15s} {'field':10s} title")
-    for slug, card in PAPERS.items():
-        print(f"{slug:22s} {status_of(slug, args.runs):15s} {card.field:10s} {card.title[:70]}")
-    print(f"\n{len(PAPERS)} papers; {len(reproducible())} with a reproduction.")
+    rows = [
+        {"slug": s, "status": status_of(s, args.runs), "field": c.field, "title": c.title} for s, c in PAPERS.items()
+    ]
+    if args.json:
+        _dump(rows)
+        return 0
+    print(f"{'slug':22s} {'status (scale of the run it comes from)':40s} {'field':10s} title")
+    for r in rows:
+        print(f"{r['slug']:22s} {r['status']:40s} {r['field']:10s} {r['title'][:60]}")
+    print(f"\n{len(PAPERS)} papers; {len(reproducible())} with a reproduction. Smoke runs are plumbing checks only.")
     return 0
+
+
+def _config_table(mod) -> dict:
+    out = {}
+    for scale in SCALES:
+        cfg = mod.CONFIGS[scale]
+        out[scale] = dataclasses.asdict(cfg) if dataclasses.is_dataclass(cfg) else dict(vars(cfg))
+    return out
+
+
+def _expected(mod, card, runs) -> dict:
+    exp = dict(getattr(mod, "EXPECTED_SECONDS", {}))
+    for scale in SCALES:
+        run = next((r for r in _runs_of(card.slug, runs) if scale_of(r) == scale), None)
+        if run is not None:
+            exp[f"last {scale} run"] = read_json(run / "verdicts.json").get("seconds")
+    return exp
+
+
+def _runs_of(slug, runs):
+    from .core.runs import completed_runs
+
+    return [p for p in completed_runs(runs) if p.parent.name == slug]
 
 
 def cmd_show(args) -> int:
     card = get_paper(args.slug)
-    print(
-        f"{card.slug}: {card.title}\n  {card.url}\n  method: {card.method}\n  field: {card.field}"
-        f" (iclr26.{card.package})  seed file: {card.seed_file}\n  status: {status_of(card.slug, args.runs)}"
-    )
     mod = card.module()
+    data = {"slug": card.slug, "title": card.title, "url": card.url, "method": card.method, "field": card.field,
+            "package": f"iclr26.{card.package}", "status": status_of(card.slug, args.runs)}  # fmt: skip
+    if mod is not None:
+        data["claims"] = [
+            {"id": c.id, "statement": c.statement, "paper": c.paper, "checks": [k.describe() for k in c.checks]}
+            for c in mod.CLAIMS
+        ]
+        data["accepts_model"] = bool(getattr(mod, "ACCEPTS_MODEL", False))
+        data["version"] = getattr(mod, "VERSION", 1)
+        if args.config:
+            data["config"] = _config_table(mod)
+            data["expected_seconds"] = _expected(mod, card, args.runs)
+    run = latest_run(card.slug, args.runs)
+    if run is not None:
+        from .core.runs import is_stale
+
+        data["last_run"] = {"run_dir": str(run), "stale": is_stale(run, card), **read_json(run / "verdicts.json")}
+    if args.json:
+        _dump(data)
+        return 0
+    print(f"{card.slug}: {card.title}\n  {card.url}\n  method: {card.method}\n  field: {card.field}"
+          f" (iclr26.{card.package})  seed file: {card.seed_file}\n  status: {data['status']}")  # fmt: skip
     if mod is None:
         print("\n  No reproduction yet.")
         return 0
     if mod.__doc__:
         print("\n" + textwrap.indent(textwrap.dedent(mod.__doc__).strip(), "  "))
+    if args.config:
+        _print_config(data)
     print("\nClaims:")
     for c in mod.CLAIMS:
         print(f"  [{c.id}] {c.statement}")
@@ -49,30 +110,79 @@ def cmd_show(args) -> int:
             print(f"      paper (its setting): {c.paper}")
         for chk in c.checks:
             print(f"      check: {chk.describe()}")
-    run = latest_run(card.slug, args.runs)
     if run is not None:
-        v = read_json(run / "verdicts.json")
-        print(f"\nLast measured ({run}, seeds {v['seeds']}):")
-        for c in v["claims"]:
-            print(f"  [{c['id']}] {c['verdict']}")
-            for k in c["checks"]:
-                print(f"      {k['check']}: gap {k['mean_gap']:.4g} ± {k['se']:.3g} (n={k['n']}) → {k['verdict']}")
+        last = data["last_run"]
+        stale = "  STALE: measured by other code than this checkout's; rerun with --force" if last["stale"] else ""
+        print(f"\nLast measured ({run}, {scale_of(run)}, seeds {last['seeds']}, commit {last.get('commit')}){stale}:")
+        if scale_of(run) == "smoke":
+            print("  (a smoke run is a plumbing check: its verdicts are not evidence)")
+        for c in last["claims"]:
+            _print_claim(c)
     return 0
 
 
+def _print_config(data) -> None:
+    cfg = data["config"]
+    print("\nConfiguration (override a field with run --set NAME=VALUE):")
+    names = list(cfg["quick"])
+    print(f"  {'field':26s} " + " ".join(f"{s:>18s}" for s in SCALES))
+    for name in names:
+        print(f"  {name:26s} " + " ".join(f"{_short(cfg[s].get(name)):>18s}" for s in SCALES))
+    exp = data["expected_seconds"]
+    times = ", ".join(f"{k} {_secs(v)}" for k, v in exp.items()) if exp else "not recorded"
+    print(f"  expected time (2-core CPU, cached models): {times}")
+
+
+def _short(v) -> str:
+    text = json.dumps(v, default=str) if not isinstance(v, str) else v
+    return text if len(text) <= 18 else text[:15] + "..."
+
+
+def _secs(v) -> str:
+    if not isinstance(v, (int, float)):
+        return "?"
+    return f"{v:.0f} s" if v < 120 else f"{v / 60:.1f} min"
+
+
+def _print_claim(c: dict) -> None:
+    print(f"  [{c['id']}] {c['verdict']:15s} {c['statement']}")
+    if c.get("note"):
+        print(f"      {c['note']}")
+    for k in c["checks"]:
+        print(f"      {_check_line(k)}")
+
+
+def _check_line(k: dict) -> str:
+    from .core.claims import CheckResult
+
+    fields = {f.name for f in dataclasses.fields(CheckResult)}
+    return CheckResult(**{key: v for key, v in k.items() if key in fields}).line()
+
+
 def _print_result(res) -> None:
-    tag = " (already complete; --force reruns)" if res.skipped else f" in {res.seconds:.1f} s"
-    print(f"\n{res.card.slug}: {len(res.per_seed)} seed(s){tag}")
+    if res.skipped:
+        tag = " (already complete; --force reruns)"
+        if res.stale:
+            tag += "\n  STALE: this folder was measured by other code than this checkout's; rerun with --force"
+    else:
+        tag = f" in {res.seconds:.1f} s"
+    print(f"\n{res.card.slug}: {len(res.per_seed)} seed(s), {scale_of(res.run_dir)}{tag}")
+    if scale_of(res.run_dir) == "smoke":
+        print("  (smoke scale: a plumbing check; its verdicts are not evidence)")
     for c in res.verdicts:
-        print(f"  [{c['id']}] {c['verdict']:15s} {c['statement']}")
-        for k in c["checks"]:
-            print(f"      {k['check']}: gap {k['mean_gap']:.4g} ± {k['se']:.3g} (n={k['n']}) → {k['verdict']}")
+        _print_claim(c)
     print(f"results: {res.run_dir}")
 
 
 def cmd_run(args) -> int:
-    res = run_paper(args.slug, scale=args.scale, seeds=args.seeds, model=args.model, out=args.out, force=args.force)
-    _print_result(res)
+    from .core.config import parse_assignments
+
+    res = run_paper(args.slug, scale=args.scale, seeds=args.seeds, model=args.model, out=args.runs,
+                    force=args.force, quiet=args.json, overrides=parse_assignments(args.set))  # fmt: skip
+    if args.json:
+        _dump(res.to_dict())
+    else:
+        _print_result(res)
     return 0
 
 
@@ -80,56 +190,107 @@ def cmd_reproduce(args) -> int:
     from .core.report import build_report
 
     slugs = args.slugs or [c.slug for c in reproducible()]
+    for slug in slugs:
+        get_paper(slug)  # an unknown slug fails before anything runs
     failed = []
     for slug in slugs:
         try:
-            _print_result(run_paper(slug, scale=args.scale, seeds=args.seeds, out=args.out, force=args.force))
-        except Exception as exc:  # one broken paper must not stop the others
+            _print_result(run_paper(slug, scale=args.scale, seeds=args.seeds, out=args.runs, force=args.force))
+        except KeyboardInterrupt:
+            raise
+        except Exception as exc:  # one broken paper must not stop the others; its traceback is printed
+            import traceback
+
             failed.append(slug)
+            traceback.print_exc()
             print(f"{slug}: FAILED: {exc!r}", file=sys.stderr)
-    path = build_report(args.out, args.report)
+    path = build_report(args.runs, args.report)
     print(f"report: {path}")
+    if failed:
+        print(f"failed: {', '.join(failed)}", file=sys.stderr)
     return 1 if failed else 0
 
 
 def cmd_report(args) -> int:
     from .core.report import build_report
 
-    path = build_report(args.runs, args.out)
+    path = build_report(args.runs, args.report, include_smoke=args.include_smoke)
     print(f"report: {path} and {path.with_suffix('.md')}")
     return 0
 
 
+def cmd_compare(args) -> int:
+    from .core.compare import compare_runs, format_comparison
+
+    diff = compare_runs(args.run_a, args.run_b)
+    if args.json:
+        _dump(diff)
+    else:
+        print(format_comparison(diff))
+    return 0
+
+
+def cmd_seekbench(args) -> int:
+    from .agents.seekbench import main as seekbench_main
+
+    return seekbench_main(args.rest)
+
+
+class _Out(argparse.Action):
+    def __call__(self, parser, namespace, values, option_string=None):
+        parser.error("--out is gone: use --runs DIR for the run folders and --report DIR for the report folder")
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="iclr26", description="ICLR 2026 methods and their small-scale reproductions.")
+    p.add_argument("--debug", action="store_true", help="show the traceback of every error")
     sub = p.add_subparsers(dest="cmd", required=True)
-    s = sub.add_parser("list", help="every seed paper with its status")
-    s.add_argument("--runs", default="runs", help="run folders to read statuses from (default: runs)")
+
+    def common(s, report=False):
+        s.add_argument("--runs", default="runs", help="root of the run folders (default: runs)")
+        if report:
+            s.add_argument("--report", default="reports", help="report folder (default: reports)")
+        s.add_argument("--out", action=_Out, help=argparse.SUPPRESS)
+
+    s = sub.add_parser("list", help="every seed paper with its status and the scale it comes from")
+    common(s)
+    s.add_argument("--json", action="store_true", help="machine-readable output")
     s.set_defaults(func=cmd_list)
     s = sub.add_parser("show", help="a paper's card, claims and last verdicts")
     s.add_argument("slug")
-    s.add_argument("--runs", default="runs")
+    common(s)
+    s.add_argument("--config", action="store_true", help="also the scales, seeds, hyper-parameters, expected time")
+    s.add_argument("--json", action="store_true", help="machine-readable output")
     s.set_defaults(func=cmd_show)
     s = sub.add_parser("run", help="run one paper's reproduction")
     s.add_argument("slug")
-    s.add_argument("--scale", choices=SCALES, default="quick", help="smoke (seconds), quick (default), full")
-    s.add_argument("--seeds", type=_seeds, default=None, help="comma-separated seeds (default: the scale's)")
-    s.add_argument("--model", default=None, help="HF model name or local path, for papers that run on an LM")
-    s.add_argument("--out", default="runs", help="run folder root (default: runs)")
+    s.add_argument("--scale", choices=SCALES, default="quick", help="smoke (seconds, plumbing), quick (default), full")
+    s.add_argument("--seeds", type=_seeds, default=None, help="distinct seeds, comma-separated (default: the scale's)")
+    s.add_argument("--model", default=None, help="HF model name (in the local cache) or local path, for LM papers")
+    s.add_argument("--set", action="append", metavar="NAME=VALUE", help="override a config field (repeatable)")
     s.add_argument("--force", action="store_true", help="rerun even if a complete run folder exists")
+    s.add_argument("--json", action="store_true", help="print the result as JSON (progress still goes to stderr)")
+    common(s)
     s.set_defaults(func=cmd_run)
     s = sub.add_parser("reproduce", help="run every paper that has a reproduction, then the report")
     s.add_argument("slugs", nargs="*", help="only these papers (default: all with a reproduction)")
     s.add_argument("--scale", choices=SCALES, default="quick")
     s.add_argument("--seeds", type=_seeds, default=None)
-    s.add_argument("--out", default="runs")
-    s.add_argument("--report", default="reports")
     s.add_argument("--force", action="store_true")
+    common(s, report=True)
     s.set_defaults(func=cmd_reproduce)
-    s = sub.add_parser("report", help="collect every run folder into reports/index.md and index.html")
-    s.add_argument("--runs", default="runs")
-    s.add_argument("--out", default="reports")
+    s = sub.add_parser("report", help="collect the run folders into REPORT/index.md and index.html")
+    common(s, report=True)
+    s.add_argument("--include-smoke", action="store_true", help="also show smoke runs (greyed: plumbing checks)")
     s.set_defaults(func=cmd_report)
+    s = sub.add_parser("compare", help="which metrics and verdicts moved between two run folders")
+    s.add_argument("run_a")
+    s.add_argument("run_b")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=cmd_compare)
+    s = sub.add_parser("seekbench", help="SeekBench tools: `iclr26 seekbench score TRACES.jsonl` scores your traces")
+    s.add_argument("rest", nargs=argparse.REMAINDER)
+    s.set_defaults(func=cmd_seekbench)
     return p
 
 
@@ -137,9 +298,14 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
-    except (UnknownPaperError, LookupError, ValueError, FileNotFoundError) as exc:
+    except UserError as exc:
+        if args.debug:
+            raise
         print(f"iclr26: error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print("\niclr26: interrupted; rerun the same command to resume (finished seeds are kept)", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

@@ -1,6 +1,17 @@
 """The harness: paper registry, claims and verdicts, run folders, the report."""
 
-from .claims import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED, Check, Claim, aggregate, verdict
+from .claims import (
+    INCONCLUSIVE,
+    NOT_REPRODUCED,
+    NOT_RUN,
+    REPRODUCED,
+    Check,
+    Claim,
+    MissingMetricError,
+    aggregate,
+    verdict,
+)
+from .errors import UserError
 from .registry import PAPERS, PaperCard, UnknownPaperError, get_paper, reproducible
 from .runs import RunContext, latest_run, run_paper, status_of
 
@@ -12,6 +23,9 @@ __all__ = [
     "REPRODUCED",
     "NOT_REPRODUCED",
     "INCONCLUSIVE",
+    "NOT_RUN",
+    "MissingMetricError",
+    "UserError",
     "PAPERS",
     "PaperCard",
     "UnknownPaperError",

@@ -1,19 +1,32 @@
-"""Claims are data; verdicts are computed from measured numbers over seeds.
+"""Claims are data; verdicts are computed from measured numbers over seeds, by one stated, symmetric rule.
 
 A claim is one or more *checks*. A check compares a measured metric with another measured metric (paired by seed) or
-with a constant, in a stated direction and with a margin:
+with a constant, in a stated direction, against a margin (the smallest effect that counts):
 
-    lhs  >  rhs + margin        (direction ">")
-    lhs  <  rhs - margin        (direction "<")
+    lhs > rhs + margin      (direction ">")
+    lhs < rhs − margin      (direction "<")
 
-For each seed s we form the signed gap g_s = ±(lhs_s − rhs_s) − margin (positive when the claim holds on that seed),
-then its mean m and standard error SE = std(g, ddof=1) / √n. The rule (stated in every report):
+Per seed s the effect is d_s = ±(lhs_s − rhs_s) (positive when the measurement goes the claimed way). Over the n seeds
+we take the mean m, the standard error SE = std(d, ddof=1)/√n and the one-sided Student-t quantile t = t_{1−α, n−1}
+at level α = 0.05:
 
-- **reproduced**     if m − 2·SE > 0 (the claim holds by more than twice its standard error) and n ≥ 2;
-- **not reproduced** if m ≤ 0 (on average the measurement goes against the claim);
-- **inconclusive**   otherwise (right direction, within noise, or fewer than two seeds).
+- **reproduced**      if the lower bound m − t·SE exceeds the margin (the data support the claim);
+- **not reproduced**  if the upper bound m + t·SE is below the margin (the data support the opposite, or bound the
+                      effect below the claim's margin: an equivalence-style test);
+- **inconclusive**    otherwise, with the number of seeds that would decide it at the observed spread.
 
-A claim with several checks (e.g. "beats each of three baselines") takes the worst verdict of its checks.
+Both cut-offs are strict, so a bound that equals the margin is inconclusive. Further:
+
+- A seed whose metric is missing or NaN is a *failed* seed, not an absent one: the verdict line shows "n of N", a
+  check with a failed seed cannot be reproduced, and a check whose every seed failed is not reproduced.
+- A metric name that no seed produced at all is an error (:class:`MissingMetricError`): a misspelt name must not pass
+  as "inconclusive".
+- A check on a metric that does not depend on the seed (a parameter count, an exact risk) is declared
+  ``deterministic=True`` with a non-zero margin and decided on its value: reproduced if d > margin, not reproduced
+  if d < margin. An undeclared check whose effect is identical on every seed has no replication to test and is
+  inconclusive, with a note saying so.
+- A claim with several checks (e.g. "beats each of three baselines") takes the worst verdict of its checks.
+- A claim may name a boolean config field in ``when``; at a scale where that field is false the claim is "not run".
 """
 
 from __future__ import annotations
@@ -25,29 +38,50 @@ from typing import Literal
 REPRODUCED = "reproduced"
 NOT_REPRODUCED = "not reproduced"
 INCONCLUSIVE = "inconclusive"
+NOT_RUN = "not run"
+LEVEL = 0.05  # one-sided level of both tests
 _ORDER = {NOT_REPRODUCED: 0, INCONCLUSIVE: 1, REPRODUCED: 2}
 RULE = (
-    "per seed gap g = ±(lhs − rhs) − margin; reproduced if mean(g) − 2·SE > 0 with ≥ 2 seeds; "
-    "not reproduced if mean(g) ≤ 0; inconclusive otherwise"
+    f"per seed d = ±(lhs − rhs); one-sided Student-t over seeds at level {LEVEL:g}: reproduced if the lower "
+    f"{1 - LEVEL:.0%} bound of mean(d) exceeds the margin, not reproduced if the upper bound is below it, "
+    "inconclusive otherwise; a missing or NaN metric is a failed seed (no 'reproduced' with failed seeds); "
+    "seed-independent metrics are declared deterministic and decided on their value against a non-zero margin"
 )
+_MAX_SEEDS = 10_000
+
+
+class MissingMetricError(KeyError):
+    """A claim names a metric that no seed produced (a misspelt name, or a part of the run that never ran)."""
+
+    def __str__(self) -> str:
+        return str(self.args[0])
 
 
 @dataclass(frozen=True)
 class Check:
-    """`lhs direction rhs` with a margin; `rhs` is a metric name or a number."""
+    """`lhs direction rhs` beyond a margin; `rhs` is a metric name or a number."""
 
     lhs: str
     direction: Literal[">", "<"]
     rhs: str | float
     margin: float = 0.0
+    deterministic: bool = False  # the metric does not depend on the seed: decided on its value, needs a margin
 
     def __post_init__(self):
         if self.direction not in (">", "<"):
             raise ValueError(f"Check.direction must be '>' or '<', got {self.direction!r}")
+        if not isinstance(self.margin, (int, float)) or not math.isfinite(self.margin):
+            raise ValueError(f"Check.margin must be a finite number, got {self.margin!r}")
+        if self.deterministic and self.margin == 0:
+            raise ValueError(
+                f"check {self.lhs} {self.direction} {self.rhs}: a deterministic check needs a non-zero margin "
+                "(the smallest difference that counts), since it has no spread over seeds to test against"
+            )
 
     def describe(self) -> str:
         m = f" by {self.margin:g}" if self.margin else ""
-        return f"{self.lhs} {self.direction} {self.rhs}{m}"
+        det = " [deterministic]" if self.deterministic else ""
+        return f"{self.lhs} {self.direction} {self.rhs}{m}{det}"
 
     def metrics(self) -> list[str]:
         return [self.lhs] + ([self.rhs] if isinstance(self.rhs, str) else [])
@@ -58,7 +92,8 @@ class Claim:
     """One claim of a paper, as data.
 
     id: short key; statement: what the paper claims, in words; checks: how we test it at our scale;
-    paper: the paper's own numbers with their setting (shown beside ours, labelled as a different setting).
+    paper: the paper's own numbers with their setting (shown beside ours, labelled as a different setting);
+    when: a boolean config field; the claim is "not run" at scales where it is false (e.g. "smollm2").
     """
 
     id: str
@@ -66,6 +101,7 @@ class Claim:
     checks: tuple[Check, ...]
     paper: str = ""
     note: str = ""
+    when: str = ""
 
     def __post_init__(self):
         if not self.checks:
@@ -74,14 +110,39 @@ class Claim:
     def metrics(self) -> list[str]:
         return sorted({m for c in self.checks for m in c.metrics()})
 
+    def applies(self, cfg) -> bool:
+        return not self.when or bool(getattr(cfg, self.when))
+
 
 @dataclass
 class CheckResult:
     check: str
-    n: int
-    mean_gap: float
+    n: int  # seeds with a finite effect
+    n_total: int  # seeds run
+    mean_gap: float  # mean(d) − margin: positive when the claim holds on average
     se: float
+    lower: float  # one-sided (1 − LEVEL) bounds of mean(d) − margin
+    upper: float
     verdict: str
+    deterministic: bool = False
+    lhs: dict = field(default_factory=dict)  # our measured values in the claim's units: mean, std, n
+    rhs: dict | float = field(default_factory=dict)
+    seeds_needed: int | None = None  # for an inconclusive check: seeds that would decide it at the observed spread
+    note: str = ""
+
+    def line(self) -> str:
+        """One readable line: the check, the gap with its bounds, n of N, the verdict and any note."""
+        if self.deterministic and self.n:
+            stat = f"gap {_g(self.mean_gap)} (deterministic, same on all {self.n_total} seeds)"
+        else:
+            stat = f"gap {_g(self.mean_gap)} ± {_g(self.se)} [{_g(self.lower)}, {_g(self.upper)}]"
+        more = f"; ~{self.seeds_needed} seeds would decide it" if self.seeds_needed else ""
+        note = f"; {self.note}" if self.note else ""
+        return f"{self.check}: {stat} (n={self.n} of {self.n_total}) → {self.verdict}{more}{note}"
+
+
+def _g(x: float) -> str:
+    return "nan" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.4g}"
 
 
 @dataclass
@@ -92,55 +153,118 @@ class ClaimVerdict:
     checks: list[CheckResult] = field(default_factory=list)
     paper: str = ""
     rule: str = RULE
+    note: str = ""
 
     def to_dict(self) -> dict:
         return asdict(self)
 
 
-def _gaps(check: Check, per_seed: list[dict[str, float]]) -> list[float]:
-    gaps = []
-    for metrics in per_seed:
-        lhs = metrics.get(check.lhs)
-        rhs = metrics.get(check.rhs) if isinstance(check.rhs, str) else check.rhs
-        if lhs is None or rhs is None or not math.isfinite(lhs) or not math.isfinite(rhs):
-            continue
-        diff = lhs - rhs if check.direction == ">" else rhs - lhs
-        gaps.append(diff - check.margin)
-    return gaps
+def t_quantile(n: int) -> float:
+    """t_{1−LEVEL, n−1}: the one-sided Student-t quantile for n seeds."""
+    from scipy.stats import t
+
+    return float(t.ppf(1 - LEVEL, n - 1))
+
+
+def seeds_needed(mean_gap: float, std: float) -> int | None:
+    """The smallest n ≥ 2 at which |mean_gap| would clear the one-sided t bound with this spread (None: never)."""
+    if mean_gap == 0 or not math.isfinite(mean_gap) or not math.isfinite(std):
+        return None
+    if std == 0:
+        return 2
+    for n in range(2, _MAX_SEEDS + 1):
+        if abs(mean_gap) * math.sqrt(n) / std > t_quantile(n):
+            return n
+    return None
+
+
+def _summary(values: list[float]) -> dict:
+    if not values:
+        return {"mean": float("nan"), "std": float("nan"), "n": 0}
+    mean = sum(values) / len(values)
+    std = math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1)) if len(values) > 1 else 0.0
+    return {"mean": mean, "std": std, "n": len(values)}
+
+
+def _finite(x) -> bool:
+    return isinstance(x, (int, float)) and math.isfinite(x)
 
 
 def check_verdict(check: Check, per_seed: list[dict[str, float]]) -> CheckResult:
-    gaps = _gaps(check, per_seed)
-    n = len(gaps)
+    for name in check.metrics():
+        if per_seed and not any(name in m for m in per_seed):
+            raise MissingMetricError(
+                f"check '{check.describe()}' names the metric {name!r}, which no seed produced; "
+                f"the seeds produced: {', '.join(sorted({k for m in per_seed for k in m})[:40])}"
+            )
+    n_total = len(per_seed)
+    effects, lhs_vals, rhs_vals = [], [], []
+    for metrics in per_seed:
+        lhs = metrics.get(check.lhs)
+        rhs = metrics.get(check.rhs) if isinstance(check.rhs, str) else check.rhs
+        if _finite(lhs):
+            lhs_vals.append(float(lhs))
+        if isinstance(check.rhs, str) and _finite(rhs):
+            rhs_vals.append(float(rhs))
+        if _finite(lhs) and _finite(rhs):
+            effects.append(lhs - rhs if check.direction == ">" else rhs - lhs)
+    ours_rhs = _summary(rhs_vals) if isinstance(check.rhs, str) else float(check.rhs)
+    n, failed = len(effects), n_total - len(effects)
+    res = CheckResult(check.describe(), n, n_total, float("nan"), float("nan"), float("nan"), float("nan"),
+                      INCONCLUSIVE, check.deterministic, _summary(lhs_vals), ours_rhs)  # fmt: skip
     if n == 0:
-        return CheckResult(check.describe(), 0, float("nan"), float("nan"), INCONCLUSIVE)
-    mean = sum(gaps) / n
-    se = math.sqrt(sum((g - mean) ** 2 for g in gaps) / (n - 1) / n) if n > 1 else float("nan")
-    if mean <= 0:
-        verdict = NOT_REPRODUCED
-    elif n >= 2 and mean - 2 * se > 0:
-        verdict = REPRODUCED
+        res.verdict = NOT_REPRODUCED if n_total else INCONCLUSIVE
+        res.note = f"no seed of {n_total} produced a finite value: every seed failed" if n_total else "no seeds"
+        return res
+    gaps = [d - check.margin for d in effects]
+    s = _summary(gaps)
+    res.mean_gap, spread = s["mean"], max(gaps) - min(gaps)
+    identical = spread <= 1e-12 * max(1.0, abs(res.mean_gap))
+    if check.deterministic and identical:
+        res.se, res.lower, res.upper = 0.0, res.mean_gap, res.mean_gap
+        res.verdict = REPRODUCED if res.mean_gap > 0 else NOT_REPRODUCED if res.mean_gap < 0 else INCONCLUSIVE
+    elif n < 2:
+        res.note = "one seed: no spread to test against"
+    elif identical:
+        res.se, res.lower, res.upper = 0.0, res.mean_gap, res.mean_gap
+        res.note = (
+            f"identical on all {n} seeds, so the seeds replicate nothing: if the metric does not depend on the seed, "
+            "declare the check deterministic with a margin"
+        )
     else:
-        verdict = INCONCLUSIVE
-    return CheckResult(check.describe(), n, mean, se, verdict)
+        res.se = s["std"] / math.sqrt(n)
+        t = t_quantile(n)
+        res.lower, res.upper = res.mean_gap - t * res.se, res.mean_gap + t * res.se
+        res.verdict = REPRODUCED if res.lower > 0 else NOT_REPRODUCED if res.upper < 0 else INCONCLUSIVE
+        if check.deterministic:
+            res.note = f"declared deterministic but varies over seeds (range {spread:.3g}): tested over seeds"
+        if res.verdict == INCONCLUSIVE:
+            res.seeds_needed = seeds_needed(res.mean_gap, s["std"])
+            if res.seeds_needed is None:
+                res.note = (res.note + "; " if res.note else "") + "no number of seeds would decide a zero gap"
+    if failed:
+        res.note = (res.note + "; " if res.note else "") + f"{failed} of {n_total} seeds failed (missing or NaN)"
+        if res.verdict == REPRODUCED:
+            res.verdict = INCONCLUSIVE
+    return res
 
 
-def verdict(claim: Claim, per_seed: list[dict[str, float]]) -> ClaimVerdict:
-    """The computed verdict of `claim` over the per-seed metric dicts."""
+def verdict(claim: Claim, per_seed: list[dict[str, float]], cfg=None) -> ClaimVerdict:
+    """The computed verdict of `claim` over the per-seed metric dicts (and the run's config, for `when`)."""
+    if cfg is not None and not claim.applies(cfg):
+        return ClaimVerdict(
+            claim.id, claim.statement, NOT_RUN, [], claim.paper, note=f"not run at this scale ({claim.when} is off)"
+        )
     results = [check_verdict(c, per_seed) for c in claim.checks]
     worst = min((r.verdict for r in results), key=_ORDER.__getitem__)
     return ClaimVerdict(claim.id, claim.statement, worst, results, claim.paper)
 
 
 def aggregate(per_seed: list[dict[str, float]]) -> dict[str, dict[str, float]]:
-    """mean, std (ddof=1; 0 for one seed) and n of every metric over seeds."""
+    """mean, std (ddof=1; 0 for one seed), n (finite values) and failed (missing or NaN) of every metric."""
     names = sorted({k for m in per_seed for k in m})
     out = {}
     for name in names:
-        vals = [float(m[name]) for m in per_seed if name in m and m[name] is not None and math.isfinite(m[name])]
-        if not vals:
-            continue
-        mean = sum(vals) / len(vals)
-        std = math.sqrt(sum((v - mean) ** 2 for v in vals) / (len(vals) - 1)) if len(vals) > 1 else 0.0
-        out[name] = {"mean": mean, "std": std, "n": len(vals)}
+        vals = [float(m[name]) for m in per_seed if _finite(m.get(name))]
+        out[name] = {**_summary(vals), "failed": len(per_seed) - len(vals)}
     return out

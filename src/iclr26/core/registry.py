@@ -1,7 +1,9 @@
 """The paper registry: one card per seed paper, and the reproduction module of each paper that has one.
 
-A paper has a reproduction when `iclr26.papers.<slug with '-' as '_'>` exists and defines `CLAIMS`, `CONFIGS` and
-`run`. The registry only looks modules up; it never imports a field package itself.
+A paper has a reproduction when `iclr26.papers.<slug with '-' as '_'>` exists. That module (or package) is the paper's
+*card*: it defines `CONFIGS`, `CLAIMS` and `METRICS` and imports nothing heavy, so that `iclr26 show` stays fast. The
+reproduction itself, `run` (and optionally `plots`), lives in the card or, for a package, in its `experiment` module,
+which is imported only when the paper runs. The registry only looks modules up; it never imports a field package itself.
 """
 
 from __future__ import annotations
@@ -13,9 +15,10 @@ from dataclasses import dataclass
 from types import ModuleType
 
 from .cards import CARDS
+from .errors import UserError
 
 
-class UnknownPaperError(KeyError):
+class UnknownPaperError(UserError, KeyError):
     """Raised for a slug that is not in the seed list; the message names the closest slugs."""
 
     def __str__(self) -> str:  # KeyError quotes its argument; we want a readable sentence
@@ -41,6 +44,15 @@ class PaperCard:
         if importlib.util.find_spec(self.module_name) is None:
             return None
         return importlib.import_module(self.module_name)
+
+    def experiment(self) -> ModuleType:
+        """The module that holds `run` (and optionally `plots`): the card itself, or the package's `experiment`."""
+        card = self.module()
+        if card is None:
+            raise LookupError(f"paper {self.slug!r} has no reproduction yet")
+        if hasattr(card, "run"):
+            return card
+        return importlib.import_module(self.module_name + ".experiment")
 
     @property
     def has_reproduction(self) -> bool:

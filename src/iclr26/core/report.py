@@ -1,7 +1,10 @@
-"""`iclr26 report`: every complete run folder -> reports/index.md and a self-contained reports/index.html.
+"""`iclr26 report`: the run folders -> REPORT/index.md and a self-contained REPORT/index.html.
 
-One section per paper: the claim, the paper's own numbers (a different setting, labelled so), our numbers
-(mean ± std over seeds), the computed verdict, the metric table and the run's figures.
+A summary table first (paper, scale, seeds, verdict counts, run time, peak memory, commit, stale flag), then one
+section per paper: each claim with the paper's own numbers (a different setting, labelled so), our measured values in
+the claim's units, the computed verdict, the metric table and the figures. Smoke runs are plumbing checks: left out
+unless asked for, and greyed when shown. The report writes only under its own folder; run folders are only read,
+and a corrupt one is skipped with a warning.
 """
 
 from __future__ import annotations
@@ -10,26 +13,30 @@ import base64
 import html
 import math
 import shutil
+import sys
 from pathlib import Path
 
 from .claims import RULE
+from .errors import UserError
 from .registry import PAPERS
-from .runs import SCALES, atomic_write_text, completed_runs, read_json, summarise
+from .runs import SCALES, atomic_write_text, completed_runs, is_stale, read_json, scale_of, summarise
+
+VERDICTS = ("reproduced", "inconclusive", "not reproduced", "not run")
 
 
-def save_figures(run_dir: Path, figures) -> list[Path]:
-    """Save `[(name, matplotlib Figure), ...]` as run_dir/plots/<name>.png and close them."""
+def save_figures(run_dir: Path, figures, folder: str = "plots", prefix: str = "") -> list[Path]:
+    """Save `[(name, matplotlib Figure), ...]` as run_dir/folder/<prefix><name>.png and close them."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     out = []
-    plot_dir = Path(run_dir) / "plots"
+    plot_dir = Path(run_dir) / folder
     plot_dir.mkdir(parents=True, exist_ok=True)
     for name, fig in figures or []:
-        path = plot_dir / f"{name}.png"
-        tmp = plot_dir / f".{name}.tmp.png"
+        path = plot_dir / f"{prefix}{name}.png"
+        tmp = plot_dir / f".{prefix}{name}.tmp.png"
         fig.savefig(tmp, dpi=110, bbox_inches="tight")
         tmp.replace(path)
         plt.close(fig)
@@ -37,24 +44,232 @@ def save_figures(run_dir: Path, figures) -> list[Path]:
     return out
 
 
-def _fmt(x: float) -> str:
+def _fmt(x) -> str:
     if x is None or (isinstance(x, float) and math.isnan(x)):
         return "–"
+    if not isinstance(x, (int, float)):
+        return str(x)
     ax = abs(x)
     if ax != 0 and (ax >= 1e4 or ax < 1e-3):
         return f"{x:.3g}"
     return f"{x:.4g}" if ax < 10 else f"{x:.2f}"
 
 
-def _claim_plot(run_dir: Path, verdicts: list[dict], agg: dict) -> Path | None:
-    """A default figure: mean ± std of every metric that a claim compares."""
+def _ms(d) -> str:
+    if isinstance(d, (int, float)):
+        return _fmt(d)
+    if not d or not d.get("n"):
+        return "–"
+    return f"{_fmt(d['mean'])} ± {_fmt(d['std'])}"
+
+
+def _ours(k: dict) -> str:
+    """Our measured values in the claim's units: lhs vs rhs (mean ± std over seeds)."""
+    parts = k["check"].split()
+    lhs, rhs = parts[0], parts[2] if len(parts) > 2 else "?"
+    if "lhs" not in k:  # a run folder from before values were recorded
+        return "–"
+    return f"{lhs} = {_ms(k['lhs'])} vs {rhs} = {_ms(k['rhs'])}"
+
+
+def _check_text(k: dict) -> str:
+    if "n_total" not in k:
+        return f"{k['check']}: gap {_fmt(k['mean_gap'])} ± {_fmt(k['se'])} (n={k['n']}) → {k['verdict']}"
+    det = " deterministic" if k.get("deterministic") else f" ± {_fmt(k['se'])}"
+    more = f"; ~{k['seeds_needed']} seeds would decide it" if k.get("seeds_needed") else ""
+    note = f"; {k['note']}" if k.get("note") else ""
+    return f"{k['check']}: gap {_fmt(k['mean_gap'])}{det} (n={k['n']} of {k['n_total']}) → {k['verdict']}{more}{note}"
+
+
+def _select_runs(runs_dir: Path, include_smoke: bool) -> dict[str, list[Path]]:
+    """For each paper: its newest complete run at each scale, largest scale first."""
+    by_slug: dict[str, dict[str, Path]] = {}
+    for run in completed_runs(runs_dir):
+        slug, scale = run.parent.name, scale_of(run)
+        if scale == "smoke" and not include_smoke:
+            continue
+        best = by_slug.setdefault(slug, {})
+        if scale not in best or _mtime(run) > _mtime(best[scale]):
+            best[scale] = run
+    order = {s: i for i, s in enumerate(SCALES)}
+    return {slug: [runs[s] for s in sorted(runs, key=lambda s: -order.get(s, -1))] for slug, runs in by_slug.items()}
+
+
+def _mtime(run: Path) -> float:
+    return (run / "verdicts.json").stat().st_mtime
+
+
+def _read_run(run: Path) -> dict | None:
+    """Everything the report needs from a run folder, or None (with a warning) when a file is corrupt or missing."""
+    try:
+        return {
+            "verdicts": read_json(run / "verdicts.json"),
+            "metrics": read_json(run / "metrics.json"),
+            "config": read_json(run / "config.json"),
+        }
+    except (UserError, OSError) as exc:
+        print(f"iclr26 report: skipping {run}: {exc}", file=sys.stderr)
+        return None
+
+
+def build_report(runs_dir: str | Path = "runs", out: str | Path = "reports", include_smoke: bool = False) -> Path:
+    runs_dir, out = Path(runs_dir), Path(out)
+    plot_out = out / "plots"
+    try:
+        plot_out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        from .errors import unwritable
+
+        raise unwritable(out, exc) from exc
+    rows, sections_md, sections_html, skipped = [], [], [], []
+    for slug, runs in _select_runs(runs_dir, include_smoke).items():
+        card = PAPERS.get(slug)
+        if card is None:
+            continue
+        for i, run in enumerate(runs):
+            data = _read_run(run)
+            if data is None:
+                skipped.append(str(run))
+                continue
+            stale = is_stale(run, card)
+            if i == 0 or scale_of(run) == "smoke":
+                rows.append(_row(card, run, data, stale))
+            s_md, s_html = _section(card, run, data, plot_out, stale)
+            sections_md.append(s_md)
+            sections_html.append(s_html)
+    rows.sort(key=lambda r: list(PAPERS).index(r["slug"]))
+    _write(out, rows, sections_md, sections_html, skipped)
+    return out / "index.html"
+
+
+def _row(card, run: Path, data: dict, stale: bool) -> dict:
+    v = data["verdicts"]
+    counts = {k: sum(c["verdict"] == k for c in v["claims"]) for k in VERDICTS}
+    return {"slug": card.slug, "scale": scale_of(run), "seeds": v.get("seeds"), "counts": counts,
+            "status": summarise([c["verdict"] for c in v["claims"]]), "seconds": v.get("seconds"),
+            "peak": v.get("peak_rss_mb"), "commit": v.get("commit"), "stale": stale}  # fmt: skip
+
+
+def _summary_cells(r: dict) -> list[str]:
+    c = r["counts"]
+    mins = f"{r['seconds'] / 60:.1f} min" if isinstance(r["seconds"], (int, float)) else "–"
+    peak = f"{r['peak']:.0f} MB" if isinstance(r["peak"], (int, float)) else "–"
+    status = r["status"] + (" (plumbing check)" if r["scale"] == "smoke" else "") + (" — STALE" if r["stale"] else "")
+    return [r["slug"], status, r["scale"], str(r["seeds"]), str(c["reproduced"]), str(c["inconclusive"]),
+            str(c["not reproduced"]), str(c["not run"]), mins, peak, str(r["commit"] or "–")]  # fmt: skip
+
+
+HEADERS = ["paper", "status", "scale", "seeds", "reproduced", "inconclusive", "not reproduced", "not run",
+           "run time", "peak memory", "commit"]  # fmt: skip
+
+
+def _write(out: Path, rows, sections_md, sections_html, skipped) -> None:
+    md = ["# iclr26 — claims vs measurements", "", f"Verdict rule: {RULE}.", ""]
+    md += ["| " + " | ".join(HEADERS) + " |", "|" + "---|" * len(HEADERS)]
+    md += ["| " + " | ".join(_summary_cells(r)) + " |" for r in rows]
+    if skipped:
+        md += ["", "Skipped (corrupt or incomplete run folders): " + ", ".join(f"`{s}`" for s in skipped)]
+    md += [""] + sections_md
+    atomic_write_text(out / "index.md", "\n".join(md) + "\n")
+    table = ["<table class='summary'><tr>" + "".join(f"<th>{h}</th>" for h in HEADERS) + "</tr>"]
+    for r in rows:
+        cells = _summary_cells(r)
+        cls = " class='smoke'" if r["scale"] == "smoke" else ""
+        cells[0] = f"<a href='#{r['slug']}-{r['scale']}'>{html.escape(cells[0])}</a>"
+        table.append(f"<tr{cls}>" + "".join(f"<td>{c if i == 0 else html.escape(c)}</td>" for i, c in enumerate(cells))
+                     + "</tr>")  # fmt: skip
+    table.append("</table>")
+    if skipped:
+        table.append("<p>Skipped (corrupt or incomplete run folders): " + html.escape(", ".join(skipped)) + "</p>")
+    head = (
+        "<!doctype html><html><head><meta charset='utf-8'><title>iclr26 report</title><style>"
+        "body{font-family:sans-serif;max-width:1200px;margin:auto;padding:1em}"
+        "table{border-collapse:collapse;margin:.5em 0}"
+        "td,th{border:1px solid #ccc;padding:3px 6px;font-size:13px;vertical-align:top}"
+        ".reproduced{background:#d4f4d4}.not{background:#f8d0d0}.inconclusive{background:#fff3c4}.notrun{color:#888}"
+        ".smoke{color:#888;background:#f2f2f2}section.smoke{padding:.2em 1em;border:1px dashed #bbb}"
+        "img{max-width:100%}</style></head><body><h1>iclr26 — claims vs measurements</h1>"
+        f"<p>Verdict rule: {html.escape(RULE)}.</p>"
+    )
+    atomic_write_text(out / "index.html", head + "\n".join(table) + "\n".join(sections_html) + "</body></html>\n")
+
+
+def _css(v: str) -> str:
+    return {"reproduced": "reproduced", "not reproduced": "not", "not run": "notrun"}.get(v, "inconclusive")
+
+
+def _section(card, run: Path, data: dict, plot_out: Path, stale: bool) -> tuple[str, str]:
+    verdicts, metrics, config = data["verdicts"], data["metrics"], data["config"]
+    agg, protocols = metrics["aggregate"], metrics.get("protocols", {})
+    scale = scale_of(run)
+    smoke = scale == "smoke"
+    title = f"{card.slug} — {card.title} ({scale}, seeds {verdicts['seeds']})"
+    anchor = f"{card.slug}-{scale}"
+    facts = (f"run folder `{run}` · commit {verdicts.get('commit') or '–'} · wall time "
+             f"{_fmt(verdicts.get('seconds'))} s · peak memory {_fmt(verdicts.get('peak_rss_mb'))} MB")  # fmt: skip
+    warn = []
+    if smoke:
+        warn.append("Smoke scale: a plumbing check of the code path, not evidence for or against the claims.")
+    if stale:
+        warn.append("STALE: measured by other code than this checkout's; rerun with --force.")
+    md = [f"## {title}", "", f"Paper: {card.url} · method: {card.method} · {facts}", ""] + [f"**{w}**\n" for w in warn]
+    if config.get("model"):
+        md.append(f"Model: `{config['model']}`\n")
+    md += ["| claim | paper's numbers (their setting) | ours (mean ± std over seeds) | check | verdict |",
+           "|---|---|---|---|---|"]  # fmt: skip
+    h = [f"<section id='{anchor}' class='{'smoke' if smoke else ''}'><h2>{html.escape(title)}</h2>",
+         f"<p><a href='{card.url}'>{html.escape(card.url)}</a> · {html.escape(card.method)} · "
+         f"{html.escape(facts.replace('`', ''))}</p>"]  # fmt: skip
+    h += [f"<p><b>{html.escape(w)}</b></p>" for w in warn]
+    h.append("<table><tr><th>claim</th><th>paper's numbers (their setting)</th><th>ours</th><th>check</th>"
+             "<th>verdict</th></tr>")  # fmt: skip
+    for c in verdicts["claims"]:
+        ours = "<br>".join(html.escape(_ours(k)) for k in c["checks"]) or html.escape(c.get("note", ""))
+        checks = [_check_text(k) for k in c["checks"]] or [c.get("note", "")]
+        md.append(f"| {c['statement']} | {c.get('paper', '')} | {'; '.join(_ours(k) for k in c['checks'])} | "
+                  f"{'; '.join(checks)} | **{c['verdict']}** |")  # fmt: skip
+        h.append(
+            f"<tr><td>{html.escape(c['statement'])}</td><td>{html.escape(c.get('paper', ''))}</td><td>{ours}</td>"
+            f"<td>{'<br>'.join(html.escape(x) for x in checks)}</td>"
+            f"<td class='{_css(c['verdict'])}'><b>{html.escape(c['verdict'])}</b></td></tr>"
+        )
+    h.append("</table>")
+    md += ["", "| metric | mean ± std | n | failed | protocol |", "|---|---|---|---|---|"]
+    h.append("<details><summary>all metrics</summary><table><tr><th>metric</th><th>mean ± std</th><th>n</th>"
+             "<th>failed</th><th>protocol</th></tr>")  # fmt: skip
+    for name, a in agg.items():
+        proto, failed = protocols.get(name, ""), a.get("failed", 0)
+        md.append(f"| {name} | {_ms(a)} | {a['n']} | {failed} | {proto} |")
+        h.append(f"<tr><td>{html.escape(name)}</td><td>{_ms(a)}</td><td>{a['n']}</td><td>{failed}</td>"
+                 f"<td>{html.escape(proto)}</td></tr>")  # fmt: skip
+    h.append("</table></details>")
+    pngs = sorted((run / "plots").glob("*.png")) if (run / "plots").exists() else []
+    targets = []
+    for png in pngs:
+        target = plot_out / f"{card.slug}-{scale}-{png.name}"
+        shutil.copyfile(png, target)
+        targets.append(target)
+    if not targets:
+        p = _claim_plot(plot_out, f"{card.slug}-{scale}-", verdicts["claims"], agg)
+        targets = [p] if p else []
+    for png in targets:
+        md.append(f"\n![{png.stem}](plots/{png.name})")
+        data64 = base64.b64encode(png.read_bytes()).decode()
+        h.append(f"<p><img alt='{html.escape(png.stem)}' src='data:image/png;base64,{data64}'></p>")
+    h.append("</section>")
+    md.append("")
+    return "\n".join(md), "\n".join(h)
+
+
+def _claim_plot(plot_out: Path, prefix: str, claims: list[dict], agg: dict) -> Path | None:
+    """A default figure, written under the report folder: mean ± std of every metric that a claim compares."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     names = []
-    for c in verdicts:
+    for c in claims:
         for chk in c["checks"]:
             for tok in chk["check"].split():
                 if tok in agg and tok not in names:
@@ -62,120 +277,8 @@ def _claim_plot(run_dir: Path, verdicts: list[dict], agg: dict) -> Path | None:
     if not names:
         return None
     fig, ax = plt.subplots(figsize=(max(4, 0.6 * len(names) + 2), 3.2))
-    means = [agg[n]["mean"] for n in names]
-    stds = [agg[n]["std"] for n in names]
-    ax.bar(range(len(names)), means, yerr=stds, capsize=3, color="#4C72B0")
+    ax.bar(range(len(names)), [agg[n]["mean"] for n in names], yerr=[agg[n]["std"] for n in names], capsize=3,
+           color="#4C72B0")  # fmt: skip
     ax.set_xticks(range(len(names)), names, rotation=45, ha="right", fontsize=7)
     ax.set_title("metrics the claims compare (mean ± std over seeds)", fontsize=9)
-    path = save_figures(run_dir, [("claims", fig)])[0]
-    return path
-
-
-def _select_runs(out: Path) -> dict[str, list[Path]]:
-    """For each paper: its newest complete run at each scale, largest scale first."""
-    by_slug: dict[str, dict[str, Path]] = {}
-    for run in completed_runs(out):
-        slug, scale = run.parent.name, run.name.split("-", 1)[0]
-        best = by_slug.setdefault(slug, {})
-        if (
-            scale not in best
-            or (run / "verdicts.json").stat().st_mtime > (best[scale] / "verdicts.json").stat().st_mtime
-        ):
-            best[scale] = run
-    order = {s: i for i, s in enumerate(SCALES)}
-    return {slug: [runs[s] for s in sorted(runs, key=lambda s: -order.get(s, -1))] for slug, runs in by_slug.items()}
-
-
-def build_report(runs_dir: str | Path = "runs", out: str | Path = "reports") -> Path:
-    runs_dir, out = Path(runs_dir), Path(out)
-    plot_out = out / "plots"
-    plot_out.mkdir(parents=True, exist_ok=True)
-    selected = _select_runs(runs_dir)
-    md = ["# iclr26 — claims vs measurements", "", f"Verdict rule: {RULE}.", ""]
-    md += ["| paper | status | scale | seeds | run |", "|---|---|---|---|---|"]
-    sections_md: list[str] = []
-    sections_html: list[str] = []
-    for slug, card in PAPERS.items():
-        runs = selected.get(slug)
-        if not runs:
-            continue
-        main = runs[0]
-        verdicts = read_json(main / "verdicts.json")
-        status = summarise([c["verdict"] for c in verdicts["claims"]])
-        md.append(f"| [{slug}](#{slug}) | {status} | {main.name.split('-')[0]} | {verdicts['seeds']} | `{main}` |")
-        for run in runs:
-            s_md, s_html = _section(card, run, plot_out)
-            sections_md.append(s_md)
-            sections_html.append(s_html)
-    md.append("")
-    md += sections_md
-    atomic_write_text(out / "index.md", "\n".join(md) + "\n")
-    head = (
-        "<!doctype html><html><head><meta charset='utf-8'><title>iclr26 report</title><style>"
-        "body{font-family:sans-serif;max-width:1100px;margin:auto;padding:1em}"
-        "table{border-collapse:collapse;margin:.5em 0}"
-        "td,th{border:1px solid #ccc;padding:3px 6px;font-size:13px;vertical-align:top}"
-        ".reproduced{background:#d4f4d4}.not{background:#f8d0d0}.inconclusive{background:#fff3c4}"
-        "img{max-width:100%}</style></head><body><h1>iclr26 — claims vs measurements</h1>"
-        f"<p>Verdict rule: {html.escape(RULE)}.</p>"
-    )
-    atomic_write_text(out / "index.html", head + "\n".join(sections_html) + "</body></html>\n")
-    return out / "index.html"
-
-
-def _css(v: str) -> str:
-    return {"reproduced": "reproduced", "not reproduced": "not"}.get(v, "inconclusive")
-
-
-def _section(card, run: Path, plot_out: Path) -> tuple[str, str]:
-    verdicts = read_json(run / "verdicts.json")
-    metrics = read_json(run / "metrics.json")
-    config = read_json(run / "config.json")
-    agg = metrics["aggregate"]
-    protocols = metrics.get("protocols", {})
-    scale = run.name.split("-", 1)[0]
-    title = f"{card.slug} — {card.title} ({scale}, seeds {verdicts['seeds']})"
-    md = [f"## {title}", "", f"Paper: {card.url} · method: {card.method} · run folder: `{run}`", ""]
-    if config.get("model"):
-        md.append(f"Model: `{config['model']}`\n")
-    md += ["| claim | paper's numbers (their setting) | our check: mean gap ± SE (n) | verdict |", "|---|---|---|---|"]
-    h = [
-        f"<h2 id='{card.slug}'>{html.escape(title)}</h2>",
-        f"<p><a href='{card.url}'>{html.escape(card.url)}</a> · {html.escape(card.method)} · <code>{run}</code></p>",
-        "<table><tr><th>claim</th><th>paper's numbers (their setting)</th><th>our checks</th><th>verdict</th></tr>",
-    ]
-    for c in verdicts["claims"]:
-        checks = "; ".join(
-            f"{k['check']}: {_fmt(k['mean_gap'])} ± {_fmt(k['se'])} (n={k['n']}) → {k['verdict']}" for k in c["checks"]
-        )
-        md.append(f"| {c['statement']} | {c.get('paper', '')} | {checks} | **{c['verdict']}** |")
-        h.append(
-            f"<tr><td>{html.escape(c['statement'])}</td><td>{html.escape(c.get('paper', ''))}</td>"
-            f"<td>{html.escape(checks)}</td><td class='{_css(c['verdict'])}'><b>{c['verdict']}</b></td></tr>"
-        )
-    h.append("</table>")
-    md += ["", "| metric | mean ± std | n | protocol |", "|---|---|---|---|"]
-    h.append(
-        "<details><summary>all metrics</summary><table><tr><th>metric</th><th>mean ± std</th><th>n</th>"
-        "<th>protocol</th></tr>"
-    )
-    for name, a in agg.items():
-        proto = protocols.get(name, "")
-        md.append(f"| {name} | {_fmt(a['mean'])} ± {_fmt(a['std'])} | {a['n']} | {proto} |")
-        h.append(
-            f"<tr><td>{html.escape(name)}</td><td>{_fmt(a['mean'])} ± {_fmt(a['std'])}</td><td>{a['n']}</td>"
-            f"<td>{html.escape(proto)}</td></tr>"
-        )
-    h.append("</table></details>")
-    pngs = sorted((run / "plots").glob("*.png")) if (run / "plots").exists() else []
-    if not pngs:
-        p = _claim_plot(run, verdicts["claims"], agg)
-        pngs = [p] if p else []
-    for png in pngs:
-        name = f"{card.slug}-{scale}-{png.name}"
-        shutil.copyfile(png, plot_out / name)
-        md.append(f"\n![{png.stem}](plots/{name})")
-        data = base64.b64encode(png.read_bytes()).decode()
-        h.append(f"<p><img alt='{html.escape(png.stem)}' src='data:image/png;base64,{data}'></p>")
-    md.append("")
-    return "\n".join(md), "\n".join(h)
+    return save_figures(plot_out, [("claims", fig)], folder=".", prefix=prefix)[0]

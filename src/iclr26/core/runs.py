@@ -1,16 +1,19 @@
 """Run folders and the reproduction harness.
 
-`runs/<slug>/<scale>-<config hash>/` holds
+`runs/<slug>/<scale>-<key>/` (the key hashes the paper, scale, config, model and the paper's VERSION) holds
 
-    config.json     the paper's config at this scale, the model, the seeds
-    env.json        versions, platform, git commit, start time
-    seeds/seed-N.json   metrics of one seed, written as soon as that seed finishes (a rerun resumes from here)
-    metrics.json    per seed and aggregated (mean, std, n), with each metric's protocol
-    verdicts.json   the computed verdict of every claim (written last: its presence marks the folder complete)
-    log.txt         what the run printed through `ctx.log`
-    plots/*.png     figures made by the paper module
+    config.json         the paper's config at this scale, the model, the seeds, the overrides
+    env.json            versions, platform, git commit, code fingerprint, start time
+    seeds/seed-N.json   metrics of one seed with its own environment, written as soon as that seed finishes
+    metrics.json        per seed and aggregated (mean, std, n, failed), with each metric's protocol
+    verdicts.json       the computed verdict of every claim, wall time, peak memory, commit (written last: its
+                        presence marks the folder complete)
+    log.txt             what the run printed through `ctx.log`, appended as it goes
+    plots/*.png         figures made by the paper module
 
-Every file is written atomically (temporary file + `os.replace`), so an interrupted run leaves no half-written file.
+Every file but the log is written atomically (temporary file + `os.replace`), so an interrupted run leaves no
+half-written file and a rerun resumes from the finished seeds. A seed measured by other code (its stored code
+fingerprint differs) is rerun, never mixed in; a complete folder made by other code is reported as stale.
 """
 
 from __future__ import annotations
@@ -18,9 +21,9 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import math
 import os
 import platform
-import subprocess
 import sys
 import tempfile
 import time
@@ -30,27 +33,37 @@ from pathlib import Path
 from typing import Any
 
 from .claims import RULE, aggregate, verdict
+from .config import apply_overrides
+from .errors import UserError, unwritable
 from .registry import PaperCard, get_paper
-from .seeding import seed_everything
+from .seeding import peak_rss_mb, seed_everything
 
 SCALES = ("smoke", "quick", "full")
 
 
 def atomic_write_text(path: Path, text: str) -> None:
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    tmp = None
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
             f.flush()
             os.fsync(f.fileno())
         os.chmod(tmp, 0o644)  # mkstemp makes 0600 files; run folders are meant to be shared and read
         os.replace(tmp, path)
+    except OSError as exc:
+        _discard(tmp)
+        raise unwritable(path.parent, exc) from exc
     except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+        _discard(tmp)
         raise
+
+
+def _discard(tmp: str | None) -> None:
+    if tmp and os.path.exists(tmp):
+        os.unlink(tmp)
 
 
 def _jsonable(obj: Any) -> Any:
@@ -72,8 +85,14 @@ def atomic_write_json(path: Path, obj: Any) -> None:
 
 
 def read_json(path: Path) -> Any:
-    with open(path, encoding="utf-8") as f:
-        return json.load(f)
+    """Read a run-folder file; a corrupt one is a clear error naming the file and the fix."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise UserError(
+            f"{path} is corrupt ({exc}). Delete it, or rerun with --force to recompute the whole run folder."
+        ) from exc
 
 
 def config_hash(config: dict) -> str:
@@ -81,35 +100,31 @@ def config_hash(config: dict) -> str:
     return hashlib.sha1(blob).hexdigest()[:8]
 
 
-def _git_commit() -> str | None:
-    try:
-        here = Path(__file__).resolve().parent
-        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=here, capture_output=True, text=True, timeout=5)
-        return out.stdout.strip() or None
-    except Exception:
-        return None
+def code_of(card: PaperCard) -> str:
+    """The fingerprint of the code this paper's reproduction runs (see core.provenance)."""
+    from .provenance import code_fingerprint
+
+    return code_fingerprint(card.module_name, card.module_name + ".experiment")
 
 
 def environment() -> dict:
+    from .provenance import git_commit
+
     env = {
         "python": sys.version.split()[0],
         "platform": platform.platform(),
         "cpu_count": os.cpu_count(),
-        "git_commit": _git_commit(),
+        "git_commit": git_commit(),
         "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     }
     for mod in ("torch", "transformers", "numpy", "scipy", "sklearn", "kvpress", "peft", "trl", "e3nn"):
         m = sys.modules.get(mod)
         if m is not None:
             env[mod] = getattr(m, "__version__", "?")
-    try:
-        import torch
-
-        env["torch"] = torch.__version__
+    if "torch" in sys.modules:
+        torch = sys.modules["torch"]
         env["device"] = "cuda" if torch.cuda.is_available() else "cpu"
         env["torch_threads"] = torch.get_num_threads()
-    except ImportError:
-        env["device"] = "cpu"
     return env
 
 
@@ -126,8 +141,10 @@ class RunContext:
     _log: list[str] = field(default_factory=list)
 
     def log(self, msg: str) -> None:
+        """Print a line (unless quiet) and append it to the run's log.txt at once, so an interrupted run keeps it."""
         line = f"[{self.slug} seed {self.seed}] {msg}"
         self._log.append(line)
+        append_log(self.run_dir, line)
         if not self.quiet:
             print(line, file=sys.stderr, flush=True)
 
@@ -143,6 +160,14 @@ class RunContext:
         return p
 
 
+def append_log(run_dir: Path, line: str) -> None:
+    try:
+        with open(Path(run_dir) / "log.txt", "a", encoding="utf-8") as f:
+            f.write(line.rstrip("\n") + "\n")
+    except OSError as exc:
+        raise unwritable(run_dir, exc) from exc
+
+
 @dataclass
 class RunResult:
     card: PaperCard
@@ -152,11 +177,65 @@ class RunResult:
     verdicts: list[dict]
     skipped: bool = False
     seconds: float = 0.0
+    stale: bool = False  # a complete folder made by other code than the current checkout's
+    info: dict = field(default_factory=dict)  # what verdicts.json records besides the claims
+
+    def to_dict(self) -> dict:
+        return {
+            "slug": self.card.slug,
+            "run_dir": str(self.run_dir),
+            "skipped": self.skipped,
+            "stale": self.stale,
+            "seconds": self.seconds,
+            "per_seed": {str(k): v for k, v in self.per_seed.items()},
+            "aggregate": self.aggregate,
+            "claims": self.verdicts,
+            **{k: v for k, v in self.info.items() if k not in ("claims", "seconds")},
+        }
 
 
-def run_dir_for(slug: str, scale: str, cfg: Any, model: str | None, out: str | Path = "runs") -> Path:
+def validate_seeds(seeds: Sequence[int]) -> tuple[int, ...]:
+    """Seeds as a tuple of distinct non-negative integers; anything else is a clear error."""
+    out = []
+    for s in seeds:
+        if isinstance(s, bool) or not isinstance(s, int) and not (isinstance(s, float) and s.is_integer()):
+            raise UserError(f"seeds are non-negative integers; got {s!r}")
+        out.append(int(s))
+    if not out:
+        raise UserError("give at least one seed, e.g. --seeds 0,1,2")
+    if any(s < 0 for s in out):
+        raise UserError(f"seeds are non-negative integers; got {', '.join(str(s) for s in out if s < 0)}")
+    dup = sorted({s for s in out if out.count(s) > 1})
+    if dup:
+        raise UserError(
+            f"seed {', '.join(map(str, dup))} is given more than once: a repeated seed runs once and would be counted "
+            "several times in the verdict. Give distinct seeds, e.g. --seeds 0,1,2"
+        )
+    return tuple(out)
+
+
+def run_dir_for(slug: str, scale: str, cfg: Any, model: str | None, out: str | Path = "runs", version: int = 1) -> Path:
     config = {"slug": slug, "scale": scale, "config": cfg, "model": model}
+    if version != 1:  # version 1 keeps the keys of folders made before papers had versions
+        config["version"] = version
     return Path(out) / slug / f"{scale}-{config_hash(config)}"
+
+
+def resolve(slug: str, scale: str, model: str | None, overrides: dict | None):
+    """(card, card module, config) for a run, with every user error checked before anything runs."""
+    card = get_paper(slug)
+    mod = card.module()
+    if mod is None:
+        raise UserError(
+            f"paper {card.slug!r} has no reproduction yet (status: not yet). "
+            f"Papers with one: {', '.join(c.slug for c in _reproducible())}."
+        )
+    if scale not in SCALES:
+        raise UserError(f"unknown scale {scale!r}; choose one of {', '.join(SCALES)}")
+    if model is not None and not getattr(mod, "ACCEPTS_MODEL", False):
+        why = getattr(mod, "MODEL_NOTE", "its reproduction does not run on an LM you choose")
+        raise UserError(f"paper {card.slug!r} does not take --model: {why}")
+    return card, mod, apply_overrides(mod.CONFIGS[scale], overrides or {})
 
 
 def run_paper(
@@ -167,78 +246,102 @@ def run_paper(
     out: str | Path = "runs",
     force: bool = False,
     quiet: bool = False,
+    overrides: dict[str, str] | None = None,
 ) -> RunResult:
-    """Run the reproduction of `slug` at `scale` over `seeds`, resuming an interrupted run, and compute verdicts."""
-    card = get_paper(slug)
-    mod = card.module()
-    if mod is None:
-        raise LookupError(
-            f"paper {card.slug!r} has no reproduction yet (status: not yet). "
-            f"Papers with one: {', '.join(c.slug for c in _reproducible())}."
-        )
-    if scale not in SCALES:
-        raise ValueError(f"unknown scale {scale!r}; choose one of {', '.join(SCALES)}")
-    cfg = mod.CONFIGS[scale]
-    if model is not None and not getattr(mod, "ACCEPTS_MODEL", False):
-        raise ValueError(
-            f"paper {card.slug!r} does not take --model (its reproduction does not run on an LM you choose)"
-        )
-    if seeds is None:
-        seeds = tuple(getattr(cfg, "seeds", (0, 1, 2)))
-    seeds = tuple(int(s) for s in seeds)
-    if not seeds:
-        raise ValueError("give at least one seed, e.g. --seeds 0,1,2")
-    run_dir = run_dir_for(card.slug, scale, cfg, model, out)
+    """Run the reproduction of `slug` at `scale` over `seeds`, resuming an interrupted run, and compute verdicts.
+
+    `out` is the root of the run folders; `overrides` ({field: text}) change config fields and so the run key.
+    """
+    card, mod, cfg = resolve(slug, scale, model, overrides)
+    seeds = validate_seeds(tuple(getattr(cfg, "seeds", (0, 1, 2))) if seeds is None else seeds)
+    version = int(getattr(mod, "VERSION", 1))
+    run_dir = run_dir_for(card.slug, scale, cfg, model, out, version)
+    from .locks import file_lock
+
+    try:
+        run_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise unwritable(run_dir, exc) from exc
+    with file_lock(run_dir / ".lock", f"the run folder {run_dir}", quiet=quiet):
+        return _run_locked(card, mod, cfg, scale, seeds, model, run_dir, version, force, quiet, overrides or {})
+
+
+def _run_locked(card, mod, cfg, scale, seeds, model, run_dir, version, force, quiet, overrides) -> RunResult:
+    code = code_of(card)
     verdict_file = run_dir / "verdicts.json"
     if verdict_file.exists() and not force:
         done = read_json(verdict_file)
         if tuple(done.get("seeds", ())) == seeds:
             metrics = read_json(run_dir / "metrics.json")
             per_seed = {int(k): v for k, v in metrics["per_seed"].items()}
-            return RunResult(card, run_dir, per_seed, metrics["aggregate"], done["claims"], skipped=True)
+            claims = [verdict(c, [per_seed[s] for s in seeds], cfg).to_dict() for c in mod.CLAIMS]  # current rule
+            res = RunResult(card, run_dir, per_seed, metrics["aggregate"], claims, skipped=True, info=done)
+            res.seconds, res.stale = done.get("seconds", 0.0), done.get("code") != code
+            return res
     t0 = time.time()
-    run_dir.mkdir(parents=True, exist_ok=True)
     atomic_write_json(
         run_dir / "config.json",
-        {"slug": card.slug, "scale": scale, "config": cfg, "model": model, "seeds": list(seeds)},
-    )
-    atomic_write_json(run_dir / "env.json", environment())
+        {"slug": card.slug, "scale": scale, "config": cfg, "model": model, "seeds": list(seeds),
+         "overrides": overrides, "version": version},
+    )  # fmt: skip
+    env = {**environment(), "code": code, "version": version}
+    atomic_write_json(run_dir / "env.json", env)
+    append_log(run_dir, f"--- {time.strftime('%Y-%m-%d %H:%M:%S')} run {card.slug} {scale} seeds {list(seeds)}")
     per_seed: dict[int, dict[str, float]] = {}
-    logs: list[str] = []
+    exp = card.experiment()
+    from .threads import run_threads
+
     for seed in seeds:
         seed_file = run_dir / "seeds" / f"seed-{seed}.json"
         if seed_file.exists() and not force:
-            per_seed[seed] = read_json(seed_file)["metrics"]
-            logs.append(f"[{card.slug} seed {seed}] resumed from {seed_file}")
-            continue
+            prev = read_json(seed_file)
+            if prev.get("env", {}).get("code") == code:
+                per_seed[seed] = prev["metrics"]
+                append_log(run_dir, f"[{card.slug} seed {seed}] resumed from {seed_file}")
+                continue
+            stale = seed_file.with_name(f"seed-{seed}.code-{prev.get('env', {}).get('code', 'unknown')}.json")
+            os.replace(seed_file, stale)  # kept, never mixed in
+            append_log(run_dir, f"[{card.slug} seed {seed}] measured by other code: moved to {stale.name}; rerun")
         ctx = RunContext(card.slug, scale, seed, run_dir, model=model, quiet=quiet)
         seed_everything(seed)
         ts = time.time()
-        metrics = mod.run(cfg, seed, ctx)
-        metrics = {k: float(v) for k, v in _jsonable(metrics).items()}
-        logs.extend(ctx._log)
-        atomic_write_json(seed_file, {"seed": seed, "metrics": metrics, "seconds": time.time() - ts})
+        with run_threads():
+            metrics = exp.run(cfg, seed, ctx)
+        metrics = {k: float(v) if v is not None else math.nan for k, v in _jsonable(metrics).items()}
+        seconds = time.time() - ts
+        seed_env = {**environment(), "code": code, "version": version, "peak_rss_mb": peak_rss_mb()}
+        atomic_write_json(seed_file, {"seed": seed, "metrics": metrics, "seconds": seconds, "env": seed_env})
+        append_log(run_dir, f"[{card.slug} seed {seed}] finished in {seconds:.1f} s")
         per_seed[seed] = metrics
     values = [per_seed[s] for s in seeds]
     agg = aggregate(values)
-    protocols = getattr(mod, "METRICS", {})
     atomic_write_json(
         run_dir / "metrics.json",
-        {"per_seed": {str(s): per_seed[s] for s in seeds}, "aggregate": agg, "protocols": protocols},
+        {"per_seed": {str(s): per_seed[s] for s in seeds}, "aggregate": agg, "protocols": getattr(mod, "METRICS", {})},
     )
-    if hasattr(mod, "plots"):
+    if hasattr(exp, "plots"):
         try:
             from .report import save_figures
 
-            save_figures(run_dir, mod.plots(run_dir, per_seed, cfg))
+            save_figures(run_dir, exp.plots(run_dir, per_seed, cfg))
         except Exception as exc:  # a broken plot must not lose the measurements
-            logs.append(f"plotting failed: {exc!r}")
-    claims = [verdict(c, values).to_dict() for c in mod.CLAIMS]
+            append_log(run_dir, f"plotting failed: {exc!r}")
+    claims = [verdict(c, values, cfg).to_dict() for c in mod.CLAIMS]  # a misspelt metric name raises here
     seconds = time.time() - t0
-    prev = (run_dir / "log.txt").read_text() if (run_dir / "log.txt").exists() else ""
-    atomic_write_text(run_dir / "log.txt", prev + "\n".join(logs) + f"\nfinished in {seconds:.1f} s\n")
-    atomic_write_json(verdict_file, {"seeds": list(seeds), "rule": RULE, "claims": claims, "seconds": seconds})
-    return RunResult(card, run_dir, per_seed, agg, claims, seconds=seconds)
+    info = {
+        "seeds": list(seeds),
+        "rule": RULE,
+        "claims": claims,
+        "seconds": seconds,
+        "peak_rss_mb": peak_rss_mb(),
+        "commit": env.get("git_commit"),
+        "code": code,
+        "version": version,
+        "scale": scale,
+    }
+    append_log(run_dir, f"finished in {seconds:.1f} s")
+    atomic_write_json(run_dir / "verdicts.json", info)
+    return RunResult(card, run_dir, per_seed, agg, claims, seconds=seconds, info=info)
 
 
 def _reproducible():
@@ -255,32 +358,55 @@ def completed_runs(out: str | Path = "runs") -> list[Path]:
     return sorted(p.parent for p in root.glob("*/*/verdicts.json"))
 
 
-def latest_run(slug: str, out: str | Path = "runs") -> Path | None:
+def scale_of(run: Path) -> str:
+    return run.name.split("-", 1)[0]
+
+
+def latest_run(slug: str, out: str | Path = "runs", include_smoke: bool = True) -> Path | None:
     """The run folder that speaks for `slug`: the largest scale, then the newest."""
-    runs = [p for p in completed_runs(out) if p.parent.name == slug]
+    runs = [p for p in completed_runs(out) if p.parent.name == slug and (include_smoke or scale_of(p) != "smoke")]
     if not runs:
         return None
 
     def key(p: Path):
-        scale = p.name.split("-", 1)[0]
+        scale = scale_of(p)
         return (SCALES.index(scale) if scale in SCALES else -1, (p / "verdicts.json").stat().st_mtime)
 
     return max(runs, key=key)
 
 
+def is_stale(run: Path, card: PaperCard | None = None) -> bool:
+    """Whether a complete run folder was made by other code than the current checkout's (or cannot be told)."""
+    card = card or get_paper(run.parent.name)
+    try:
+        return read_json(run / "verdicts.json").get("code") != code_of(card)
+    except UserError:
+        return True
+
+
 def status_of(slug: str, out: str | Path = "runs") -> str:
-    """not yet / method / reproduced / partial / not reproduced / inconclusive, from the latest run."""
+    """not yet / method / reproduced / partial / not reproduced / inconclusive (+ the scale), from the latest run.
+
+    A smoke run is a plumbing check, not evidence: a paper with only smoke runs is "method (smoke run only)".
+    """
     card = get_paper(slug)
     if not card.has_reproduction:
         return "not yet"
     run = latest_run(card.slug, out)
     if run is None:
         return "method"
-    verdicts = [c["verdict"] for c in read_json(run / "verdicts.json")["claims"]]
-    return summarise(verdicts)
+    if scale_of(run) == "smoke":
+        return "method (smoke run only)"
+    try:
+        verdicts = [c["verdict"] for c in read_json(run / "verdicts.json")["claims"]]
+    except (UserError, KeyError):
+        return f"unreadable ({scale_of(run)})"
+    stale = ", stale" if is_stale(run, card) else ""
+    return f"{summarise(verdicts)} ({scale_of(run)}{stale})"
 
 
 def summarise(verdicts: list[str]) -> str:
+    verdicts = [v for v in verdicts if v != "not run"]
     if verdicts and all(v == "reproduced" for v in verdicts):
         return "reproduced"
     if any(v == "reproduced" for v in verdicts):

@@ -14,9 +14,11 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from ..core.errors import UserError
 
-class UnsupportedModelError(ValueError):
-    pass
+
+class UnsupportedModelError(UserError):
+    """A model type no adapter knows; the message lists the supported ones."""
 
 
 @dataclass(frozen=True)

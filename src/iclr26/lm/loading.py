@@ -12,14 +12,16 @@ from pathlib import Path
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
+from ..core.errors import UserError
+from ..core.locks import file_lock
 from ..core.paths import cache_dir
 from .adapters import ADAPTERS, UnsupportedModelError
 
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 
 
-class WeightsNotFoundError(FileNotFoundError):
-    pass
+class WeightsNotFoundError(UserError, FileNotFoundError):
+    """No local weights for a model (this machine has no model hub); the message says how to provide them."""
 
 
 def load_model(name_or_path: str, dtype: torch.dtype = torch.float32):
@@ -67,24 +69,7 @@ def load_smollm2(dtype: torch.dtype = torch.float32):
     calls load those in about a second. (``save_pretrained`` on the GGUF-loaded model fails, so the state dict is
     copied into a fresh model first.)
     """
-    out = cache_dir() / "models" / "smollm2-135m"
-    if not (out / "model.safetensors").exists():
-        folder = smollm2_gguf_folder()
-        if importlib.util.find_spec("gguf") is None:
-            raise WeightsNotFoundError("loading a GGUF file needs the `gguf` package: `pip install gguf`")
-        tok = AutoTokenizer.from_pretrained(folder, gguf_file=SMOLLM2_GGUF)
-        gg = AutoModelForCausalLM.from_pretrained(folder, gguf_file=SMOLLM2_GGUF, dtype=torch.float32)
-        fresh = AutoModelForCausalLM.from_config(gg.config, dtype=torch.float32)
-        fresh.load_state_dict(gg.state_dict())
-        tmp = out.with_name(out.name + ".tmp")
-        fresh.save_pretrained(tmp)
-        tok.save_pretrained(tmp)
-        if out.exists():
-            import shutil
-
-            shutil.rmtree(out)
-        tmp.rename(out)
-        del gg, fresh
+    out = smollm2_folder()
     from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()
@@ -93,3 +78,43 @@ def load_smollm2(dtype: torch.dtype = torch.float32):
     if tok.pad_token is None:
         tok.pad_token = tok.eos_token
     return model.eval(), tok
+
+
+def smollm2_folder() -> Path:
+    """The cached fp32 copy of SmolLM2-135M-Instruct, converted from the GGUF file on first use.
+
+    One process converts; a second one started meanwhile waits on the lock, then finds the result.
+    """
+    out = cache_dir() / "models" / "smollm2-135m"
+    if not (out / "model.safetensors").exists():
+        with file_lock(out.with_name("smollm2-135m.lock"), "SmolLM2-135M from its GGUF file"):
+            if not (out / "model.safetensors").exists():
+                _convert_smollm2(out)
+    return out
+
+
+def _convert_smollm2(out: Path) -> None:
+    """Dequantise the GGUF file into fp32 safetensors at `out`: written under a per-process temporary name, then
+    renamed in one step, so a reader never sees a half-written folder and a failure leaves no stray file."""
+    import os
+    import shutil
+
+    folder = smollm2_gguf_folder()
+    if importlib.util.find_spec("gguf") is None:
+        raise WeightsNotFoundError("loading a GGUF file needs the `gguf` package: `pip install gguf`")
+    tmp = out.with_name(f"{out.name}.tmp{os.getpid()}")
+    shutil.rmtree(tmp, ignore_errors=True)
+    try:
+        tok = AutoTokenizer.from_pretrained(folder, gguf_file=SMOLLM2_GGUF)
+        gg = AutoModelForCausalLM.from_pretrained(folder, gguf_file=SMOLLM2_GGUF, dtype=torch.float32)
+        fresh = AutoModelForCausalLM.from_config(gg.config, dtype=torch.float32)
+        fresh.load_state_dict(gg.state_dict())
+        del gg
+        fresh.save_pretrained(tmp)
+        tok.save_pretrained(tmp)
+        del fresh
+        if out.exists():  # an incomplete folder from an older version: replace it
+            shutil.rmtree(out)
+        os.replace(tmp, out)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)

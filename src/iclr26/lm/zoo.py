@@ -9,6 +9,7 @@ Micro variants (``facts-micro-<arch>``) train in seconds and are what the tests 
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import json
@@ -21,6 +22,7 @@ from pathlib import Path
 import torch
 from transformers import AutoModelForCausalLM, PreTrainedTokenizerFast
 
+from ..core.locks import file_lock
 from ..worlds.facts import FactWorld
 from .loading import cache_dir, load_model, load_smollm2
 from .tiny import tiny_config
@@ -137,15 +139,27 @@ def load(name: str, seed: int = 0, checkpoint: int | None = None, progress: bool
 
     hf_logging.disable_progress_bar()
     spec = _spec(name)
-    out = folder(name, seed)
-    if not (out / "zoo.json").exists():
-        _train(spec, seed, out, progress)
+    out = ensure_trained(name, seed, progress)
     sub = out if checkpoint is None else out / f"ckpt-{checkpoint}"
     if not sub.exists():
         raise ValueError(f"{name} has no checkpoint {checkpoint}; it keeps {list(spec.checkpoints)}")
     tok = PreTrainedTokenizerFast.from_pretrained(out / "tokenizer")
     model = AutoModelForCausalLM.from_pretrained(sub, dtype=torch.float32).eval()
     return model, tok
+
+
+def ensure_trained(name: str, seed: int = 0, progress: bool = True) -> Path:
+    """The folder of a zoo model, trained first if it is not cached yet.
+
+    One process trains; another that wants the same model waits on the lock, then uses what the first one built.
+    """
+    spec = _spec(name)
+    out = folder(name, seed)
+    if not (out / "zoo.json").exists():
+        with file_lock(out.with_name(out.name + ".lock"), f"the zoo model {name}"):
+            if not (out / "zoo.json").exists():
+                _train(spec, seed, out, progress)
+    return out
 
 
 def info(name: str, seed: int = 0) -> dict:
@@ -177,18 +191,20 @@ def _train(spec: ZooSpec, seed: int, out: Path, progress: bool) -> None:
 
     t0 = time.time()
     tcfg = TrainConfig(seed=seed, mode="sentences" if spec.world == "facts" else "stream", **spec.train)
-    losses = train_lm(model, tok, texts, tcfg, callback=callback, progress=progress, desc=f"zoo {spec.name}")
-    model.save_pretrained(tmp)
-    tok.save_pretrained(tmp / "tokenizer")
-    meta = {
-        "spec": dataclasses.asdict(spec),
-        "seed": seed,
-        "seconds": time.time() - t0,
-        "n_params": sum(p.numel() for p in model.parameters()),
-        "final_loss": sum(losses[-20:]) / len(losses[-20:]),
-    }
-    (tmp / "zoo.json").write_text(json.dumps(meta, indent=2))
-    try:
-        tmp.rename(out)
-    except OSError:  # another process finished the same model first: keep theirs
+    try:  # grad on even if the caller switched autograd off; the temporary folder never outlives a failure
+        with torch.enable_grad():
+            losses = train_lm(model, tok, texts, tcfg, callback=callback, progress=progress, desc=f"zoo {spec.name}")
+        model.save_pretrained(tmp)
+        tok.save_pretrained(tmp / "tokenizer")
+        meta = {
+            "spec": dataclasses.asdict(spec),
+            "seed": seed,
+            "seconds": time.time() - t0,
+            "n_params": sum(p.numel() for p in model.parameters()),
+            "final_loss": sum(losses[-20:]) / len(losses[-20:]),
+        }
+        (tmp / "zoo.json").write_text(json.dumps(meta, indent=2))
+        with contextlib.suppress(OSError):  # another process finished the same model first: keep theirs
+            tmp.rename(out)
+    finally:
         shutil.rmtree(tmp, ignore_errors=True)

@@ -1,0 +1,64 @@
+"""`--set key=value`: override fields of a paper's config dataclass from the command line, with type checks."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import typing
+
+from .errors import UserError
+
+
+def parse_assignments(items: list[str] | None) -> dict[str, str]:
+    """["a=1", "b=x"] -> {"a": "1", "b": "x"}; a clear error for anything else."""
+    out = {}
+    for item in items or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise UserError(f"--set takes key=value (e.g. --set n_edits=10), got {item!r}")
+        out[key.strip()] = value.strip()
+    return out
+
+
+def _convert(name: str, text: str, current, annotation):
+    kind = type(current)
+    try:
+        if isinstance(current, bool):
+            low = text.lower()
+            if low not in ("true", "false", "1", "0", "yes", "no"):
+                raise ValueError
+            return low in ("true", "1", "yes")
+        if isinstance(current, int):
+            return int(text)
+        if isinstance(current, float):
+            return float(text)
+        if isinstance(current, str) or (current is None and "str" in str(annotation)):
+            return text
+        if isinstance(current, (tuple, list)):
+            items = json.loads(text) if text.startswith("[") else [t for t in text.split(",") if t.strip()]
+            elem = type(current[0]) if current else (int if "int" in str(annotation) else str)
+            return kind(elem(x) if not isinstance(x, elem) else x for x in items)
+        if current is None:
+            return json.loads(text)
+    except (ValueError, TypeError, json.JSONDecodeError):
+        pass
+    else:
+        raise UserError(f"--set {name}: cannot override a field of type {kind.__name__} from the command line")
+    raise UserError(f"--set {name}={text!r}: expected a value of type {kind.__name__} (current value {current!r})")
+
+
+def apply_overrides(cfg, overrides: dict[str, str]):
+    """A copy of the dataclass `cfg` with `overrides` applied (its __post_init__ checks the ranges)."""
+    if not overrides:
+        return cfg
+    fields = {f.name: f for f in dataclasses.fields(cfg)}
+    hints = typing.get_type_hints(type(cfg)) if fields else {}
+    changes = {}
+    for name, text in overrides.items():
+        if name not in fields:
+            raise UserError(f"--set {name}: the config has no field {name!r}; its fields: {', '.join(fields)}")
+        changes[name] = _convert(name, text, getattr(cfg, name), hints.get(name))
+    try:
+        return dataclasses.replace(cfg, **changes)
+    except (ValueError, TypeError) as exc:
+        raise UserError(f"--set: {exc}") from exc
