@@ -48,7 +48,7 @@ def _model(arch, tok, seed=0):
     )
 
 
-def _ids(tok, world, n=6, k=5):
+def _ids(tok, world, n=6, k=8):
     docs = world.base_corpus(n, random.Random(1), copy_frac=0.0)
     return torch.tensor([x[:k] for x in tok(docs)["input_ids"]])
 
@@ -56,7 +56,7 @@ def _ids(tok, world, n=6, k=5):
 @pytest.mark.parametrize("arch", ARCHS)
 def test_difference_of_model_with_itself_is_zero(arch, tok, world):
     base = _model(arch, tok)
-    d = activation_difference(base, copy.deepcopy(base), _ids(tok, world), layer=1)
+    d = activation_difference(base, copy.deepcopy(base), _ids(tok, world), layer=1, n_positions=5)
     assert d.diff.shape == (5, ModelAdapter(base).d_model)
     assert torch.count_nonzero(d.diff) == 0
     assert d.act_norm > 0 and d.n == 6
@@ -74,7 +74,14 @@ def test_difference_is_mean_of_per_sample_differences(arch, tok, world):
         acts.append(a["resid", 2])
     torch.testing.assert_close(d.diff, (acts[1] - acts[0]).mean(0), rtol=1e-5, atol=1e-5)
     torch.testing.assert_close(d.mean_base, acts[0].mean(0), rtol=1e-5, atol=1e-5)
-    with pytest.raises(IndexError, match="layers"):
+    # norm matching: mean ‖h^ft‖ over positions ≥ 5 (the toolkit's skip), the difference on the first n_positions
+    assert d.act_norm == pytest.approx(acts[1][:, 5:].norm(dim=-1).mean().item(), rel=1e-5)
+    d3 = activation_difference(base, ft, ids, layer=2, n_positions=3)
+    torch.testing.assert_close(d3.diff, d.diff[:3])
+    assert d3.act_norm == pytest.approx(d.act_norm, rel=1e-6)
+    with pytest.raises(ValueError, match="norm_skip=5"):
+        activation_difference(base, ft, ids[:, :5], layer=2)
+    with pytest.raises(ValueError, match="layer 7 does not exist"):
         activation_difference(base, ft, ids, layer=7)
     with pytest.raises(ValueError, match="N, n_positions"):
         activation_difference(base, ft, ids[0], layer=1)
@@ -133,6 +140,57 @@ def test_lens_and_patchscope_readouts(tok, world):
         patchscope_tokens(model, tok, torch.zeros(ad.d_model), 1, 3.0, cfg, prompts)
 
 
+def test_patchscope_reads_the_patched_state_not_the_prompt(tok, world):
+    """The readout equals a hand-made patch of the last position at block 1, and differs from the unpatched prompt's
+    next-token distribution (a no-op patch would return the latter)."""
+    from iclr26.lenses.adl import patchscope_scan
+    from iclr26.lm.hooks import intervene
+
+    model = _model("llama", tok)
+    d = ModelAdapter(model).d_model
+    v = torch.randn(d, generator=torch.Generator().manual_seed(3))
+    prompts = [world.copy_list(random.Random(i), 3) for i in range(2)]
+    cfg = ADLConfig(scales=(4.0,), top_k=5, intersect_k=len(tok))
+    toks, scale = patchscope_tokens(model, tok, v, 1, 3.0, cfg, prompts)
+
+    def mean_probs(edit):
+        out = []
+        for p in prompts:
+            ids = tok(p, return_tensors="pt")["input_ids"]
+            with torch.no_grad(), intervene(model, {("resid", 1): edit}):
+                out.append(torch.softmax(model(input_ids=ids).logits[0, -1], -1))
+        return torch.stack(out).mean(0)
+
+    def patch(a):
+        a = a.clone()
+        a[:, -1] = 4.0 * 3.0 * v / v.norm()
+        return a
+
+    expected = mean_probs(patch).topk(5).indices.tolist()
+    unpatched = mean_probs(lambda a: a).topk(5).indices.tolist()
+    assert scale == 4.0 and toks == expected and toks != unpatched
+    # per-scale record and the coherence rule: the chosen scale has the best score, ties to the smaller scale
+    r = patchscope_scan(model, tok, v, 1, 3.0, ADLConfig(scales=(0.5, 4.0, 50.0), top_k=5), prompts)
+    scores = {s: x["score"] for s, x in r.per_scale.items()}
+    assert set(scores) == {0.5, 4.0, 50.0} and scores[r.scale] == max(scores.values())
+    with pytest.raises(ValueError, match="shape"):
+        patchscope_tokens(model, tok, torch.ones(d + 1), 1, 3.0, cfg, prompts)
+
+
+def test_embedding_coherence_hand_computed(tok):
+    from iclr26.lenses.adl import embedding_coherence
+
+    model = _model("llama", tok)
+    with torch.no_grad():
+        emb = ModelAdapter(model).embed.weight
+        emb[5] = torch.zeros_like(emb[5])
+        emb[5, 0], emb[6], emb[7] = 1.0, 0.0, 0.0
+        emb[6, 0], emb[7, 1] = 2.0, 1.0
+    # pairs: (5,6) cos 1, (5,7) cos 0, (6,7) cos 0 → mean 1/3
+    assert embedding_coherence(model, [5, 6, 7]) == pytest.approx(1 / 3, abs=1e-6)
+    assert embedding_coherence(model, [5]) == float("-inf")
+
+
 def test_binary_search_finds_threshold():
     alpha = find_max_coherent_alpha(lambda a: 1.0 if a <= 3.3 else 0.0, max_strength=10, steps=20, threshold=0.75)
     assert alpha == pytest.approx(3.3, abs=1e-3)
@@ -147,7 +205,11 @@ def test_adl_config_validation():
         ADLConfig(n_positions=0)
     with pytest.raises(ValueError, match="scales"):
         ADLConfig(scales=(0.0,))
-    assert ADLConfig().layer(30) == 15 and ADLConfig().layer(4) == 2
+    with pytest.raises(ValueError, match="scale_rule"):
+        ADLConfig(scale_rule="grader")
+    # the toolkit's get_layer_indices: int(0.5 · (n − 1)), not int(0.5 · n)
+    assert ADLConfig().layer(30) == 14 and ADLConfig().layer(4) == 1 and ADLConfig().layer(1) == 0
+    assert ADLConfig(relative_layer=1.0).layer(24) == 23
 
 
 def test_topic_world_ground_truth(world):
@@ -178,5 +240,6 @@ def test_smoke_run(tmp_path):
     res = run_paper("adl", scale="smoke", out=tmp_path, quiet=True)
     assert res.verdicts and all(c["verdict"] for c in res.verdicts)
     for metrics in res.per_seed.values():
-        assert all(math.isfinite(v) for v in metrics.values())
+        # smoke trains no 1:0.1 organism: its claimed metrics are NaN (failed seeds), no others
+        assert all(math.isfinite(v) for k, v in metrics.items() if not k.endswith("_mix0.1"))
         assert 0 <= metrics["rel_ps_adl"] <= 1

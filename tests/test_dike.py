@@ -176,7 +176,8 @@ def test_smoke_run_through_the_harness(tmp_path):
     from iclr26.core.runs import run_paper
 
     res = run_paper("dike", scale="smoke", out=tmp_path / "runs", quiet=True)
-    assert res.verdicts and all(v["verdict"] in ("reproduced", "not reproduced", "inconclusive") for v in res.verdicts)
+    ok = ("reproduced", "not reproduced", "inconclusive", "not run")  # not run: the SmolLM2 claims at smoke scale
+    assert res.verdicts and all(v["verdict"] in ok for v in res.verdicts)
     for m in res.per_seed.values():
         for k in ("dike_efficacy_tiny", "rome_efficacy_tiny", "recall_tiny", "dike_neighborhood_tiny"):
             assert m[k] == m[k]  # finite, not nan
@@ -266,7 +267,7 @@ def test_dike_on_smollm2_raises_the_new_object_and_restores():
 def test_calibration_rule_picks_the_most_preserving_value_that_reaches_the_target(monkeypatch):
     """tune_knob walks the grid from the most preserving value and stops at the first that reaches the target
     efficacy; if none does it returns the last (least preserving) value. Every baseline's knob goes through it."""
-    from iclr26.papers import dike
+    from iclr26.papers.dike import experiment as dike
 
     effs = {1: 0.1, 2: 0.5, 4: 0.92, 8: 1.0}
     calls = []

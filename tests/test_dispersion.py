@@ -94,6 +94,8 @@ def test_push_away_raises_dispersion_and_zero_lambda_is_a_no_op():
 
 
 def test_push_away_lambda_zero_training_is_bit_identical():
+    from contextlib import nullcontext
+
     from iclr26.lm.tiny import tiny_model
 
     def train(extra):
@@ -101,17 +103,53 @@ def test_push_away_lambda_zero_training_is_bit_identical():
         model = tiny_model("llama", vocab_size=30, d_model=16, n_layers=1, n_heads=2, max_len=16)
         opt = torch.optim.SGD(model.parameters(), lr=0.1)
         ids = torch.randint(4, 30, (4, 12), generator=torch.Generator().manual_seed(0))
-        for _ in range(3):
-            out = model(input_ids=ids, labels=ids, output_hidden_states=True)
-            loss = out.loss + (extra(model, ids, None, out) if extra else 0)
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
+        with extra.track(model) if extra else nullcontext():
+            for _ in range(3):
+                out = model(input_ids=ids, labels=ids, output_hidden_states=True)
+                loss = out.loss + (extra(model, ids, None, out) if extra else 0)
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
         return model.lm_head.weight.detach()
 
     base = train(None)
     assert torch.equal(base, train(PushAway(PushAwayConfig(lam=0.0))))
     assert not torch.equal(base, train(PushAway(PushAwayConfig(lam=0.5))))
+
+
+def test_push_away_layer_names_the_last_block_before_the_final_norm():
+    """layer=-1 is the last block's output before the final norm: neither hidden_states[-2] (the block before it)
+    nor hidden_states[-1] (normed). The loss must be −λ·dispersion of exactly those vectors (position 0 left out)."""
+    from iclr26.lenses.dispersion import block_dispersion, resolve_block
+    from iclr26.lm.tiny import tiny_model
+
+    torch.manual_seed(0)
+    model = tiny_model("llama", vocab_size=30, d_model=16, n_layers=2, n_heads=2, max_len=16)
+    with torch.no_grad():  # a non-trivial final-norm weight, so normed and pre-norm vectors differ in cosine
+        model.model.norm.weight.copy_(torch.linspace(0.2, 3.0, 16))
+    ids = torch.randint(4, 30, (1, 12), generator=torch.Generator().manual_seed(0))
+    with capture_blocks(model) as acts:
+        out = model(input_ids=ids, output_hidden_states=True)
+    last = acts["resid", 1][0, 1:]
+    push = PushAway(PushAwayConfig(lam=1.0, max_vectors=512))
+    with push.track(model):
+        out = model(input_ids=ids, output_hidden_states=True)
+        loss = push(model, ids, None, out)
+    assert loss.item() == pytest.approx(-dispersion(last).item(), abs=1e-6)
+    for wrong in (out.hidden_states[-2], out.hidden_states[-1]):
+        assert abs(loss.item() + dispersion(wrong[0, 1:]).item()) > 1e-4
+    assert resolve_block(model, -1) == 1 and resolve_block(model, 0) == 0
+    assert block_dispersion(model, ids, -1)[0] == pytest.approx(dispersion(last).item(), abs=1e-6)
+    with pytest.raises(ValueError, match="out of range"):
+        resolve_block(model, 2)
+    with pytest.raises(RuntimeError, match="track"):
+        PushAway(PushAwayConfig(lam=1.0))(model, ids, None, out)
+
+
+def capture_blocks(model):
+    from iclr26.lm.hooks import capture
+
+    return capture(model, [("resid", 0), ("resid", 1)])
 
 
 def test_knn_lm_interpolation():
@@ -158,7 +196,7 @@ def test_smoke_reproduction_through_cli(tmp_path, monkeypatch):
     )
     monkeypatch.setitem(paper.CONFIGS, "smoke", tiny)
     monkeypatch.setenv("ICLR26_CACHE", str(tmp_path / "cache"))
-    assert main(["run", "dispersion", "--scale", "smoke", "--out", str(tmp_path / "runs")]) == 0
+    assert main(["run", "dispersion", "--scale", "smoke", "--runs", str(tmp_path / "runs")]) == 0
     import json
 
     run = next((tmp_path / "runs" / "dispersion").iterdir())

@@ -25,6 +25,7 @@ def blocks(page: Path) -> list[str]:
 
 @pytest.fixture
 def micro_models(monkeypatch):
+    import iclr26.lm as lm
     from iclr26.lm import loading, zoo
 
     real_load = zoo.load
@@ -37,6 +38,7 @@ def micro_models(monkeypatch):
     monkeypatch.setattr(zoo, "load", load)
     monkeypatch.setattr(loading, "load_smollm2", lambda *a, **k: real_load(MICRO, progress=False))
     monkeypatch.setattr(loading, "load_model", lambda *a, **k: real_load(MICRO, progress=False))
+    monkeypatch.setattr(lm, "load_model", lambda *a, **k: real_load(MICRO, progress=False))
     return load
 
 

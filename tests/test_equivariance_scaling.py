@@ -156,6 +156,39 @@ def test_training_reduces_validation_loss(clusters):
     assert res["flops_per_step"] > 0 and res["curve"][-1]["flops"] == pytest.approx(30 * res["flops_per_step"])
 
 
+def test_early_stopping_stops_on_a_plateau_and_restores_the_best_weights(clusters, monkeypatch):
+    """Scripted validation losses 1.0, 0.5, 0.6, 0.7, 0.8, …: with patience 3 training stops at the 5th validation
+    (step 5·eval_every, far below the cap), and the model ends with the weights it had at the 2nd validation."""
+    from iclr26.science import forcefield_training as ft
+
+    torch.manual_seed(0)
+    data = TargetScaler(clusters, 2).transform(clusters)
+    model = UnconstrainedForceField(UnconstrainedConfig(width=8))
+    script, states = iter([1.0, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0]), []
+
+    def scripted(m, val, cfg, chunk=256):
+        states.append({k: v.clone() for k, v in m.state_dict().items()})
+        return {"loss": next(script), "energy_mse": 0.0, "force_mse": 0.0}
+
+    monkeypatch.setattr(ft, "evaluate", scripted)
+    cfg = TrainConfig(steps=1000, lr=1e-3, patience=3, eval_every=2)
+    res = train_forcefield(model, data.subset(slice(0, 16)), data.subset(slice(16, 24)), cfg)
+    assert res["steps_used"] == 10 and res["converged"] == 1.0 and res["best_loss"] == 0.5
+    assert [c["step"] for c in res["curve"]] == [2, 4, 6, 8, 10]
+    for k, v in model.state_dict().items():
+        torch.testing.assert_close(v, states[1][k])
+    assert any(not torch.equal(states[1][k], states[-1][k]) for k in states[1])  # training did move the weights
+    # a loss that keeps falling runs to the cap and reports it did not converge
+    script = iter([1.0 / k for k in range(1, 100)])
+    res = train_forcefield(
+        model,
+        data.subset(slice(0, 16)),
+        data.subset(slice(16, 24)),
+        TrainConfig(steps=12, lr=1e-3, patience=3, eval_every=2),
+    )
+    assert res["steps_used"] == 12 and res["converged"] == 0.0
+
+
 def test_match_parameters_finds_the_closest_width():
     target = 1000
     model = match_parameters(lambda w: UnconstrainedForceField(UnconstrainedConfig(width=w)), target)

@@ -97,6 +97,48 @@ def test_crosslingual_similarity_self_is_one_and_parallel_less(arch, tok, world)
     assert other[0] < 0.99  # disjoint vocabularies: different embeddings
 
 
+def test_token_ranks_by_layer_hand_computed(tok):
+    from iclr26.lenses import token_ranks_by_layer
+
+    model = _model("llama", tok)
+    prompt = "tom has two"
+    ids = tok(prompt, return_tensors="pt")["input_ids"]
+    lens = logit_lens(model, ids)[:, 0, -1]
+    first = tok("cups", add_special_tokens=False)["input_ids"][0]
+    want = [np.log10(1 + int((row > row[first]).sum())) for row in lens]
+    got = token_ranks_by_layer(model, tok, [prompt], {"en": ["cups"]})["en"]
+    np.testing.assert_allclose(got, want)
+    top = int(lens[-1].argmax())
+    assert token_ranks_by_layer(model, tok, [prompt], {"x": [tok.decode([top])]})["x"][-1] == 0.0
+
+
+def test_contrast_uses_shifted_pairs_and_global_centring(tok, world):
+    from iclr26.lenses import crosslingual_similarity_contrast
+
+    model = _model("llama", tok)
+    probs = world.problems(3, random.Random(0))
+    pairs = [(world.question("en", p), world.question("l1", p)) for p in probs]
+    shifted = [(pairs[i][0], pairs[(i + 1) % 3][1]) for i in range(3)]
+    c = crosslingual_similarity_contrast(model, tok, pairs)
+    np.testing.assert_allclose(c["parallel"], crosslingual_similarity(model, tok, pairs), atol=1e-6)
+    np.testing.assert_allclose(c["mismatched"], crosslingual_similarity(model, tok, shifted), atol=1e-6)
+    np.testing.assert_allclose(c["gap"], c["parallel"] - c["mismatched"], atol=1e-7)
+    # identical texts on both sides: parallel similarity 1, the mismatched baseline below it
+    same = crosslingual_similarity_contrast(model, tok, [(a, a) for a, _ in pairs])
+    assert np.allclose(same["parallel"], 1.0, atol=1e-5) and (same["gap"][1:] > 0).all()
+    # centring subtracts the mean over all six texts at each layer, by hand at the last layer
+    from iclr26.lenses.logit_lens import _pooled_states
+
+    a = _pooled_states(model, tok, [p[0] for p in pairs], True)[-1]
+    b = _pooled_states(model, tok, [p[1] for p in pairs], True)[-1]
+    mu = torch.cat([a, b]).mean(0)
+    want = torch.nn.functional.cosine_similarity(a - mu, b - mu, dim=-1).mean().item()
+    got = crosslingual_similarity_contrast(model, tok, pairs, center=True)["parallel"][-1]
+    assert got == pytest.approx(want, abs=1e-5)
+    with pytest.raises(ValueError, match="at least 2 pairs"):
+        crosslingual_similarity_contrast(model, tok, pairs[:1])
+
+
 def test_select_layers():
     assert select_layers(8, "last", 2) == [6, 7]
     assert select_layers(8, "first", 3) == [0, 1, 2]
@@ -199,4 +241,5 @@ def test_smoke_run(tmp_path):
     assert res.verdicts and all(c["verdict"] for c in res.verdicts)
     for metrics in res.per_seed.values():
         assert all(math.isfinite(v) for v in metrics.values())
+        assert metrics["sim_gap_mid"] == metrics["sim_gap_mid"]  # the mismatched-pair contrast is computed
         assert 0 <= metrics["cons_pre"] <= 1 and 0 < metrics["frac_last"] < metrics["frac_full"] == 1.0

@@ -343,4 +343,22 @@ def test_smoke_run(tmp_path):
     for metrics in res.per_seed.values():
         assert metrics and all(math.isfinite(v) for v in metrics.values())
         assert 0.0 <= metrics["region_acc_tiny"] <= 1.0
-    assert {v["id"] for v in res.verdicts} == {"recover-region", "recover-voxel", "rope-contrast", "mode2-beats-hidden"}
+    ids = {"recover-region", "recover-voxel", "rope-contrast", "mode2-beats-hidden"}
+    assert {v["id"] for v in res.verdicts} == ids | {f"{i}-smollm2" for i in ids}
+    assert all(v["verdict"] == "not run" for v in res.verdicts if v["id"].endswith("-smollm2"))  # smoke: no SmolLM2
+
+
+def test_glover_hrf_ratio_is_the_official_codes_nilearn_0_10():
+    """The official code pins nilearn 0.10.4: undershoot ratio 0.35 on unit-integral gammas (nilearn ≥ 0.11: 0.48)."""
+    from scipy import integrate
+
+    from iclr26.lenses.encoding import HRFS, hrf
+
+    assert HRFS["glover"][-1] == 0.35 and HRFS["glover-nilearn-0.11"][-1] == 0.48
+    t = np.linspace(0, 40, 4001)
+    for kind in ("glover", "glover-nilearn-0.11"):
+        assert integrate.trapezoid(hrf(t, kind), t) == pytest.approx(1.0, abs=1e-3)
+    # the larger ratio gives the deeper (relative) undershoot
+    old, new = hrf(t, "glover"), hrf(t, "glover-nilearn-0.11")
+    assert new.min() / new.max() < old.min() / old.max() < 0
+    EncodingConfig(hrf="glover-nilearn-0.11")

@@ -207,7 +207,42 @@ def test_smoke_run_through_the_harness(tmp_path):
     from iclr26.core.runs import run_paper
 
     res = run_paper("policy-newton-rkhs", scale="smoke", out=tmp_path, quiet=True)
-    vals = [v for m in res.per_seed.values() for k, v in m.items() if not k.startswith("toy_order")]
+    # smoke runs the L = 2 toy only: the claimed L = 10 metrics are NaN (failed seeds); every other one is finite
+    vals = [
+        v
+        for m in res.per_seed.values()
+        for k, v in m.items()
+        if not k.startswith("toy_order") and not k.endswith("_L10")
+    ]
     assert vals and all(math.isfinite(v) for v in vals)
-    assert {c["id"] for c in res.verdicts} == {"toy-convergence", "quadratic-rate", "gym-return", "gym-speed"}
+    assert all(math.isfinite(m["toy_noisy_log10gap_pn_L2"]) for m in res.per_seed.values())
+    assert {c["id"] for c in res.verdicts} == {
+        "toy-convergence",
+        "toy-noisy",
+        "quadratic-rate",
+        "gym-return",
+        "gym-speed",
+    }
     assert all(c["verdict"] in ("reproduced", "not reproduced", "inconclusive") for c in res.verdicts)
+
+
+def test_noisy_derivatives_are_the_exact_ones_plus_mapped_gaussian_noise():
+    from iclr26.theory.policy_newton import _noisy, exact_gradient_ascent
+
+    K = np.array([[2.0, 0.5], [0.5, 1.0]])
+    g, H = np.array([1.0, -1.0]), np.eye(2)
+    g2, H2 = _noisy(g, H, 0.1, np.random.default_rng(5), K)
+    r = np.random.default_rng(5)
+    xi, E = 0.1 * r.standard_normal(2), 0.1 * r.standard_normal((2, 2))
+    assert np.allclose(g2, g + K @ xi) and np.allclose(H2, H + K @ ((E + E.T) / np.sqrt(2)) @ K.T)
+    assert np.allclose(H2, H2.T)
+    assert _noisy(g, H, 0.0, None, K) == (g, H)
+    with pytest.raises(ValueError, match="rng"):
+        _noisy(g, H, 0.1, None, K)
+    # noise_std = 0 is the exact method; noise changes the iterates, reproducibly from the generator's seed
+    f = lambda x: -(x**2).sum()  # noqa: E731
+    exact = exact_gradient_ascent(f, np.ones(2), 0.1, 3)
+    assert np.array_equal(exact, exact_gradient_ascent(f, np.ones(2), 0.1, 3, noise_std=0.0))
+    a = exact_gradient_ascent(f, np.ones(2), 0.1, 3, noise_std=0.1, rng=np.random.default_rng(1))
+    b = exact_gradient_ascent(f, np.ones(2), 0.1, 3, noise_std=0.1, rng=np.random.default_rng(1))
+    assert np.array_equal(a, b) and not np.allclose(a, exact)

@@ -12,7 +12,7 @@ from transformers import DynamicCache
 from iclr26.kvcache import METHODS, ReSTKVPress, cache_lengths, compress_record, lor_scores, make_press, record_prefill
 from iclr26.kvcache.common import attention_modules
 from iclr26.kvcache.measure import continue_from, timed_generate
-from iclr26.kvcache.restkv import ema, window_mean
+from iclr26.kvcache.restkv import ema, shifted_avg_pool, window_mean
 from iclr26.lm.tiny import tiny_model
 from iclr26.worlds.longctx import TASKS, SyntheticLongCtx
 
@@ -120,7 +120,7 @@ def test_press_score_equals_real_deletion_from_the_model_cache():
     attn = attention_modules(model)[0]
     captured = {}
     hook = attn.o_proj.register_forward_hook(lambda m, i, o: captured.__setitem__("o", o[0, -1].detach()))
-    press = ReSTKVPress(budget=10, window_size=1, use_aws=False)
+    press = ReSTKVPress(budget=10, window_size=1, use_aws=False, metric_mode="before")  # Eq. 7 per query
     rec = record_prefill(model, ids)
     module, hidden, kw = rec.layers[0]
     layer = rec.cache.layers[0]
@@ -205,10 +205,17 @@ def test_ablations_change_the_score():
     module, hidden, kw = rec.layers[0]
     layer = rec.cache.layers[0]
     args = (module, hidden, layer.keys, layer.values, None, {**kw, "hidden_states": hidden})
-    full = ReSTKVPress(budget=30, window_size=16, beta=0.5).score(*args)
-    for flag in ("use_lor", "use_ema", "use_aws"):
-        other = ReSTKVPress(budget=30, window_size=16, beta=0.5, **{flag: False}).score(*args)
-        assert not torch.allclose(full, other), flag
+    full = ReSTKVPress(budget=30, window_size=16).score(*args)
+    for kw in (
+        dict(use_lor=False),
+        dict(use_ema=False),
+        dict(use_aws=False),
+        dict(metric_mode="before"),
+        dict(use_wo=False),
+        dict(pooling="legacy", beta=0.5),
+    ):
+        other = ReSTKVPress(budget=30, window_size=16, **kw).score(*args)
+        assert not torch.allclose(full, other), kw
 
 
 @pytest.mark.parametrize(
@@ -222,6 +229,10 @@ def test_ablations_change_the_score():
         (dict(beta=0.0), "beta"),
         (dict(window_size=1), "window_size"),
         (dict(max_window=4), "max_window"),
+        (dict(metric_mode="during"), "metric_mode"),
+        (dict(pooling="maxpool"), "pooling"),
+        (dict(scale=0), "scale"),
+        (dict(kernel_size=4), "kernel_size"),
     ],
 )
 def test_invalid_arguments(kwargs, match):
@@ -310,7 +321,7 @@ def test_training_segments_answers_are_exactly_the_planted_answers():
 
 def test_train_sequence_mask_covers_exactly_the_answer_tokens():
     from iclr26.lm.tokenizer import build_word_tokenizer
-    from iclr26.papers.restkv import _batch, _copy_batch, _train_sequence
+    from iclr26.papers.restkv.experiment import _batch, _copy_batch, _train_sequence
 
     w = SyntheticLongCtx()
     tok = build_word_tokenizer(w.vocabulary_texts())
@@ -327,12 +338,13 @@ def test_train_sequence_mask_covers_exactly_the_answer_tokens():
 
 
 def test_tiny_training_curriculum_runs_every_stage(monkeypatch):
-    import iclr26.papers.restkv as paper
+    import iclr26.papers.restkv.experiment as paper
     from iclr26.lm.tokenizer import build_word_tokenizer
+    from iclr26.papers.restkv import Phase
 
     w = SyntheticLongCtx()
     tok = build_word_tokenizer(w.vocabulary_texts())
-    phases = (paper.Phase(2, (8,), copy_frac=1.0, tokens=64), paper.Phase(3, (64,), (0.8, 1.0), 0.5, tokens=128))
+    phases = (Phase(2, (8,), copy_frac=1.0, tokens=64), Phase(3, (64,), (0.8, 1.0), 0.5, tokens=128))
     monkeypatch.setattr(paper, "TRAIN_PHASES", phases)
     model = tiny_model("llama", vocab_size=len(tok), d_model=16, n_layers=1, n_heads=2, n_kv_heads=1, max_len=256)
     before = [p.detach().clone() for p in model.parameters()]
@@ -349,3 +361,240 @@ def test_smoke_run(tmp_path):
     for metrics in res.per_seed.values():
         assert all(math.isfinite(x) for x in metrics.values())
         assert metrics["budget_exact_tiny"] == 1.0
+
+
+# --- the official configuration (an-yongqi/rest-kv, RestKVCluster) ------------------------------------------------
+
+
+def _official_ema(x, dim, alpha):  # transcription of restkv_utils.ema
+    acc = x.select(dim, 0).unsqueeze(dim).clone()
+    for i in range(1, x.size(dim)):
+        acc = alpha * x.select(dim, i).unsqueeze(dim) + (1 - alpha) * acc
+    return acc.squeeze(dim)
+
+
+def _official_scores(q, k, v, w_o, window, cap, alpha, metric_mode, scale, kernel_size=5):
+    """RestKVCluster.update_kv (use_wo, use_ema, pooling='adaptive'), transcribed line by line, up to the pooled scores
+    of the q_len − window tokens outside the window; MHA (keys already per query head), batch 1."""
+    import torch.nn.functional as F
+
+    bsz, num_heads, q_len, head_dim = q.shape
+    attn = torch.matmul(q[..., -window:, :], k.transpose(2, 3)) / math.sqrt(head_dim)
+    mask = torch.full((window, window), torch.finfo(attn.dtype).min)
+    cond = torch.arange(window)
+    mask.masked_fill_(cond < (cond + 1).view(window, 1), 0)
+    attn[:, :, -window:, -window:] += mask[None, None]
+    attn = torch.softmax(attn, dim=-1, dtype=torch.float32)
+    wo = w_o.reshape(-1, num_heads, head_dim)
+    if metric_mode == "before":
+        out = attn @ v
+        score = attn / (1 - attn)
+        po = torch.einsum("bhwd,chd->bhwc", out, wo)
+        pv = torch.einsum("bhld,chd->bhlc", v, wo)
+        score = score * torch.norm(po.unsqueeze(3) - pv.unsqueeze(2), p=2, dim=-1)
+        score = _official_ema(score[:, :, -window:, :-window], dim=-2, alpha=alpha)
+    else:
+        a = _official_ema(attn[:, :, -window:, :-window], dim=-2, alpha=alpha)
+        out = torch.einsum("bhl,bhld->bhd", a, v[:, :, :-window])
+        score = a / (1 - a)
+        po = torch.einsum("bhd,chd->bhc", out, wo)
+        pv = torch.einsum("bhld,chd->bhlc", v, wo)
+        score = score * torch.norm(po.unsqueeze(2) - pv[:, :, :-window], p=2, dim=-1)
+    front = attn[0, :, : window // 2].sort()[1][:, :, window - cap :]
+    rear = attn[0, :, window // 2 :].sort()[1][:, :, window - cap :]
+    t = (front - rear).float().mean(dim=(1, 2))
+    kernels = 2 * (t.abs() // scale) + 1
+    shifts = torch.where(t > 0, t // scale, t // scale + 1)
+    pooled = []
+    for i in range(num_heads):
+        ks = max(kernel_size, int(kernels[i]))
+        sh = int(shifts[i])
+        padded = F.pad(score[:, i], (ks // 2 - sh, ks // 2 + sh), mode="replicate")
+        pooled.append(F.avg_pool1d(padded, kernel_size=ks, stride=1))
+    return torch.stack(pooled, dim=1), t
+
+
+def test_default_press_is_the_official_published_configuration():
+    p = ReSTKVPress()
+    assert (p.metric_mode, p.use_wo, p.use_ema, p.alpha, p.pooling, p.scale, p.kernel_size, p.window_size) == (
+        "after",
+        True,
+        True,
+        0.3,
+        "adaptive",
+        2000.0,
+        5,
+        32,
+    )
+
+
+@pytest.mark.parametrize("metric_mode", ["after", "before"])
+@pytest.mark.parametrize("scale", [2000.0, 0.5])
+def test_press_scores_equal_the_official_formulas(metric_mode, scale):
+    """On a tiny MHA llama, the press's scores outside the window equal RestKVCluster's, computed from the same q, k,
+    v and W_O; scale 0.5 makes the drift choose kernels above 5 and non-zero shifts."""
+    from iclr26.kvcache.common import window_queries
+
+    model = _model(n_layers=1, n_heads=4, n_kv=4, d=32, seed=5)
+    ids, window, cap = _ids(60, seed=2), 8, 20
+    rec = record_prefill(model, ids)
+    module, hidden, kw = rec.layers[0]
+    keys, values = rec.cache.layers[0].keys, rec.cache.layers[0].values
+    kw = {**kw, "hidden_states": hidden}
+    q = window_queries(module, hidden, kw, 60).float()
+    ref, t = _official_scores(q, keys, values, module.o_proj.weight, window, cap, 0.3, metric_mode, scale)
+    press = ReSTKVPress(budget=cap, window_size=window, metric_mode=metric_mode, scale=scale, eps=0.0)
+    ours = press.score(module, hidden, keys, values, None, kw)[..., :-window]
+    torch.testing.assert_close(ours, ref, rtol=1e-5, atol=1e-7)
+    if scale == 0.5:
+        assert (2 * (t.abs() // scale) + 1).max() > 5 and (t // scale).abs().max() >= 1  # the case is not trivial
+
+
+def test_shifted_avg_pool_by_hand():
+    s = torch.arange(10.0).view(1, 1, 10)
+    k5, k1 = torch.tensor([[5]]), torch.tensor([[1]])
+    out = shifted_avg_pool(s, k5, torch.tensor([[0]]))  # replicate padding: s[-2] = s[-1] = s[0]
+    assert out[0, 0, 0].item() == pytest.approx((0 + 0 + 0 + 1 + 2) / 5) and out[0, 0, 5].item() == pytest.approx(5.0)
+    assert out[0, 0, 9].item() == pytest.approx((7 + 8 + 9 + 9 + 9) / 5)
+    out = shifted_avg_pool(s, k5, torch.tensor([[1]]))  # centred at n + 1
+    assert out[0, 0, 0].item() == pytest.approx((0 + 0 + 1 + 2 + 3) / 5)
+    out = shifted_avg_pool(s, k5, torch.tensor([[-1]]))  # centred at n − 1
+    assert out[0, 0, 0].item() == pytest.approx((0 + 0 + 0 + 0 + 1) / 5)
+    out = shifted_avg_pool(s, k1, torch.tensor([[1]]))  # negative left padding crops: out[n] = s[n + 1]
+    assert out[0, 0].tolist() == [1, 2, 3, 4, 5, 6, 7, 8, 9, 9]
+
+
+def test_legacy_window_rule_is_opt_in():
+    model = _model()
+    rec = record_prefill(model, _ids(100))
+    module, hidden, kw = rec.layers[0]
+    args = (module, hidden, rec.cache.layers[0].keys, rec.cache.layers[0].values, None, {**kw, "hidden_states": hidden})
+    legacy = ReSTKVPress(budget=30, window_size=16, pooling="legacy", metric_mode="before", beta=0.5)
+    assert not torch.allclose(legacy.score(*args), ReSTKVPress(budget=30, window_size=16).score(*args))
+
+
+# --- budgets and baselines as kvpress has them ------------------------------------------------------------------
+
+
+def test_ratio_keeps_kvpress_count():
+    from kvpress.utils import compute_n_kept
+
+    for t, r in ((1000, 0.9), (1000, 0.75), (333, 0.5), (97, 0.3)):
+        assert ReSTKVPress(compression_ratio=r).n_kept(t) == compute_n_kept(t, r)
+    assert ReSTKVPress(compression_ratio=0.9).n_kept(1000) == 99  # round() gave 100
+
+
+def _kept_rows(full_keys, kept_keys):
+    """Indices (sorted, per head) of the rows of ``full_keys`` that ``kept_keys`` holds."""
+    d = (kept_keys.unsqueeze(-2) - full_keys.unsqueeze(-3)).abs().sum(-1)  # [b, h, kept, T]
+    return d.argmin(-1).sort(-1).values
+
+
+@pytest.mark.parametrize("method", ["snapkv", "tova", "streaming_llm"])
+def test_kept_indices_identical_to_kvpress_at_the_same_ratio(method):
+    from kvpress import SnapKVPress, StreamingLLMPress, TOVAPress
+
+    model, ids = _model(), _ids(101)
+    ref_press = {
+        "snapkv": SnapKVPress(compression_ratio=0.7, window_size=8),
+        "tova": TOVAPress(compression_ratio=0.7),
+        "streaming_llm": StreamingLLMPress(compression_ratio=0.7, n_sink=4),
+    }[method]
+    full, ours, ref = DynamicCache(), DynamicCache(), DynamicCache()
+    model(ids, past_key_values=full, use_cache=True)
+    with make_press(method, compression_ratio=0.7, window_size=8)(model):
+        model(ids, past_key_values=ours, use_cache=True)
+    with ref_press(model):
+        model(ids, past_key_values=ref, use_cache=True)
+    for f, a, b in zip(full.layers, ours.layers, ref.layers):
+        assert a.keys.shape == b.keys.shape
+        assert torch.equal(_kept_rows(f.keys, a.keys), _kept_rows(f.keys, b.keys))
+
+
+def test_pyramidkv_under_budget_press_never_exceeds_its_budget():
+    from kvpress import PyramidKVPress
+
+    from iclr26.kvcache.common import ratio_for
+
+    model = _model(n_layers=3)
+    module = attention_modules(model)[0]
+    for t in (300, 517, 1000):
+        for budget in range(8, 200, 3):
+            pk = PyramidKVPress(compression_ratio=ratio_for(budget, t), window_size=32)
+            layers = [pk.get_layer_budget(m, t) for m in attention_modules(model)]
+            assert sum(layers) <= budget * len(layers) + len(layers) // 2, (t, budget, layers)
+            if len(set(layers)) == 1:  # SnapKV fallback: exactly the budget
+                assert layers[0] == budget, (t, budget, layers)
+    del module
+
+
+def test_accumulated_attention_chunked_equals_the_dense_sum():
+    from kvpress import ObservedAttentionPress
+    from transformers.models.llama.modeling_llama import repeat_kv
+
+    from iclr26.kvcache import AccumulatedAttentionPress
+    from iclr26.kvcache.common import attn_scaling, head_dims, window_queries
+
+    model = _model(n_heads=4, n_kv=2)
+    rec = record_prefill(model, _ids(70))
+    module, hidden, kw = rec.layers[1]
+    kw = {**kw, "hidden_states": hidden}
+    keys, values = rec.cache.layers[1].keys, rec.cache.layers[1].values
+    n_heads, n_kv, _ = head_dims(module)
+    q = window_queries(module, hidden, kw, 70).float()
+    logits = q @ repeat_kv(keys, n_heads // n_kv).float().transpose(-1, -2) * attn_scaling(module)
+    dense = torch.softmax(logits.masked_fill(torch.ones(70, 70, dtype=torch.bool).triu(1), -math.inf), -1)
+    ref = ObservedAttentionPress().score(module, hidden, keys, values, dense, kw)
+    for chunk in (1, 7, 512):
+        with _LargestTensor() as big:
+            ours = AccumulatedAttentionPress(chunk=chunk).score(module, hidden, keys, values, None, kw)
+        torch.testing.assert_close(ours, ref, rtol=1e-5, atol=1e-7)
+        if chunk == 7:  # memory: no [b, H, T, T] tensor is ever built, only [b, H, chunk, T] blocks
+            assert big.numel < n_heads * 70 * 70 // 4, big.numel  # the dense matrix: n_heads·70·70
+
+
+class _LargestTensor:
+    """Records the largest tensor any torch op produces inside the block."""
+
+    def __enter__(self):
+        from torch.utils._python_dispatch import TorchDispatchMode
+
+        outer = self
+        self.numel = 0
+
+        class Mode(TorchDispatchMode):
+            def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+                out = func(*args, **(kwargs or {}))
+                for o in out if isinstance(out, (tuple, list)) else (out,):
+                    if isinstance(o, torch.Tensor):
+                        outer.numel = max(outer.numel, o.numel())
+                return out
+
+        self.mode = Mode()
+        self.mode.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        self.mode.__exit__(*exc)
+
+
+def test_phi3_is_accepted_as_kvpress_accepts_it():
+    from transformers import AutoModelForCausalLM, Phi3Config
+
+    torch.manual_seed(0)
+    cfg = Phi3Config(
+        vocab_size=64,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=256,
+        pad_token_id=0,
+    )
+    model = AutoModelForCausalLM.from_config(cfg).eval()
+    for method in ("snapkv", "restkv", "h2o"):
+        cache = DynamicCache()
+        with make_press(method, budget=30, window_size=8)(model):
+            model(_ids(90), past_key_values=cache, use_cache=True)
+        assert cache_lengths(cache) == [30, 30], method

@@ -188,7 +188,8 @@ def test_smoke_run_through_the_harness(tmp_path):
     from iclr26.core.runs import run_paper
 
     res = run_paper("suit", scale="smoke", out=tmp_path / "runs", quiet=True)
-    assert res.verdicts and all(v["verdict"] in ("reproduced", "not reproduced", "inconclusive") for v in res.verdicts)
+    ok = ("reproduced", "not reproduced", "inconclusive", "not run")  # not run: the SmolLM2 claims at smoke scale
+    assert res.verdicts and all(v["verdict"] in ok for v in res.verdicts)
     for m in res.per_seed.values():
         for k in ("suit_efficacy_tiny", "alphaedit_neighborhood_tiny", "recall_tiny", "suit_score_tiny"):
             assert m[k] == m[k]
@@ -213,3 +214,24 @@ def test_suit_on_smollm2_raises_the_new_object_and_restores():
     res.restore()
     assert lp1 > lp0 + 1.0, (lp0, lp1)  # mean per-token log-prob of the new object up by more than one nat
     assert all(torch.equal(before[k], v) for k, v in model.state_dict().items())
+
+
+def test_key_leak_diagnostic_by_hand():
+    """‖ΔW U_s‖/‖ΔW‖: 1 for an update that reads only shared key directions, 0 for one orthogonal to them."""
+    import types
+
+    from iclr26.papers.suit.experiment import key_diagnostic
+
+    u = torch.eye(6, dtype=torch.float64)[:, :2]  # shared subspace: the first two key coordinates
+    suit = types.SimpleNamespace(subspaces={0: u, 1: u})
+    prep = {"editors": {"suit": suit}, "U06": {0: u[:, :1], 1: u[:, :1]}}
+    inside = torch.zeros(3, 6)
+    inside[:, 0] = 1.0
+    outside = torch.zeros(3, 6)
+    outside[:, 4] = 2.0
+    half = torch.zeros(3, 6)
+    half[0, 1], half[0, 5] = 1.0, 1.0
+    out = key_diagnostic(prep, "tiny", {"a": {0: inside, 1: inside}, "b": {0: outside}, "c": {1: half}}, None)
+    assert out["a_key_leak_tiny"] == pytest.approx(1.0) and out["b_key_leak_tiny"] == 0.0
+    assert out["c_key_leak_tiny"] == pytest.approx(2**-0.5)
+    assert out["shared_dim_tiny"] == 2 and out["shared_dim_tau06_tiny"] == 1

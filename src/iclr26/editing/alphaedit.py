@@ -10,6 +10,7 @@ closed form (Eq. 12) ``ΔP = R K₁ᵀ P (K_p K_pᵀ P + K₁ K₁ᵀ P + α I)�
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 
 import torch
@@ -26,8 +27,15 @@ class AlphaEditConfig(MEMITConfig):
     nullspace_threshold: float = field(
         default=2e-2,
         metadata={
-            "help": "eigenvalues of C below this span the null space (AlphaEdit gpt2-xl.yaml: 2e-2; the paper's text "
-            "says 1e-2). Absolute, so it depends on the key scale of the model"
+            "help": "eigenvalues of C below this span the null space (AlphaEdit gpt2-xl.yaml: 2e-2, absolute; the "
+            "paper's text says 1e-2). With nullspace_relative=True a fraction of C's largest eigenvalue instead"
+        },
+    )
+    nullspace_relative: bool = field(
+        default=False,
+        metadata={
+            "help": "False: the official absolute threshold (depends on the model's key scale); True: threshold = "
+            "nullspace_threshold × λ_max(C), the same rule on any model (our option for tiny models)"
         },
     )
     l2: float = field(
@@ -41,11 +49,29 @@ class AlphaEditConfig(MEMITConfig):
         _check(self, "l2", self.l2 > 0, "> 0")
 
 
-def nullspace_projector(c: torch.Tensor, threshold: float) -> torch.Tensor:
-    """``P = Û Ûᵀ``, ``Û`` = eigenvectors of the symmetric ``c`` with eigenvalue < ``threshold`` (float64)."""
+def nullspace_projector(c: torch.Tensor, threshold: float, relative: bool = False) -> torch.Tensor:
+    """``P = Û Ûᵀ``, ``Û`` = eigenvectors of the symmetric ``c`` with eigenvalue < ``threshold`` (× the largest
+    eigenvalue when ``relative``), float64."""
+    return nullspace(c, threshold, relative)[0]
+
+
+def nullspace(c: torch.Tensor, threshold: float, relative: bool = False) -> tuple[torch.Tensor, dict]:
+    """The projector and what it keeps: ``null_dim`` (eigenvectors kept), ``d``, ``energy_share`` (share of
+    ``tr C = E‖k‖²``, the preserved keys' energy, that lies in the kept space: 0 = the update cannot touch K₀),
+    the threshold used, and the smallest and largest eigenvalue of ``C``."""
     evals, evecs = torch.linalg.eigh(c.double())
-    u = evecs[:, evals < threshold]
-    return u @ u.T
+    thr = threshold * float(evals.max()) if relative else threshold
+    keep = evals < thr
+    u = evecs[:, keep]
+    info = {
+        "null_dim": int(keep.sum()),
+        "d": int(c.shape[0]),
+        "energy_share": float(evals[keep].clamp_min(0).sum() / evals.clamp_min(0).sum().clamp_min(1e-300)),
+        "threshold": thr,
+        "eig_min": float(evals.min()),
+        "eig_max": float(evals.max()),
+    }
+    return u @ u.T, info
 
 
 def alphaedit_delta(
@@ -68,10 +94,37 @@ class AlphaEdit(MEMIT):
     config_class = AlphaEditConfig
 
     def projector(self, model, tok, layer: int) -> torch.Tensor:
-        key = ("P", id(model), layer)
-        if key not in self._cov:
-            self._cov[key] = nullspace_projector(self.covariance(model, tok, layer), self.cfg.nullspace_threshold)
-        return self._cov[key]
+        """The null-space projector of ``layer`` (memoised by weight fingerprint); ``self.nullspace_info[layer]``
+        records its dimension and the share of K₀'s energy it holds. Warns when it degenerates: ``P = I`` makes
+        AlphaEdit plain ridge regression (no null-space constraint), ``P = 0`` forbids every update."""
+        key = ("P", self.fingerprint(model), layer, self.cfg.nullspace_threshold, self.cfg.nullspace_relative)
+
+        def make():
+            return nullspace(
+                self.covariance(model, tok, layer), self.cfg.nullspace_threshold, self.cfg.nullspace_relative
+            )
+
+        p, info = self._memo(key, make)
+        if not hasattr(self, "nullspace_info"):
+            self.nullspace_info = {}
+        if self.nullspace_info.get(layer) != info:
+            self.nullspace_info[layer] = info
+            if info["null_dim"] in (0, info["d"]):
+                what = "the identity (no null-space constraint: plain ridge regression)" if info["null_dim"] else "zero"
+                warnings.warn(
+                    f"{self.name}: the null-space projector of layer {layer} is {what}: threshold "
+                    f"{info['threshold']:.3g} vs eigenvalues of C in [{info['eig_min']:.3g}, {info['eig_max']:.3g}]. "
+                    "Choose nullspace_threshold inside that range (or nullspace_relative=True)",
+                    stacklevel=2,
+                )
+        return p
+
+    def negligible_hint(self) -> str:
+        return (
+            f"the null space (threshold {self.cfg.nullspace_threshold:g}, relative={self.cfg.nullspace_relative}) "
+            f"leaves too little room for the edited keys, or α={self.cfg.l2:g} is large for this model's key scale; "
+            "see nullspace_info"
+        )
 
     def layer_update(self, model, tok, layer: int, k: torch.Tensor, r: torch.Tensor, state: EditState):
         p = self.projector(model, tok, layer)

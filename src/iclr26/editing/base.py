@@ -45,6 +45,7 @@ import copy as _copy
 import os
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 
@@ -67,6 +68,8 @@ class Probe:
     level: int | None = None
 
     def __post_init__(self):
+        if not isinstance(self.prompt, str) or not isinstance(self.answer, str):
+            raise EditRequestError(f"a Probe's prompt and answer must be strings, got {self.prompt!r}, {self.answer!r}")
         if not self.prompt.strip():
             raise EditRequestError("probe prompt is empty")
         if not self.answer.strip():
@@ -87,6 +90,19 @@ class EditRequest:
     relation: str | None = None
 
     def __post_init__(self):
+        for name in ("prompt", "subject", "target_new"):
+            if not isinstance(getattr(self, name), str):
+                raise EditRequestError(
+                    f"EditRequest.{name} must be a string, got {getattr(self, name)!r}; e.g. "
+                    "EditRequest('The capital of {} is', 'France', 'Rome', 'Paris')"
+                )
+        if self.target_true is not None and not isinstance(self.target_true, str):
+            raise EditRequestError(f"EditRequest.target_true must be a string or None, got {self.target_true!r}")
+        if isinstance(self.paraphrase_prompts, str):
+            raise EditRequestError(
+                f"paraphrase_prompts must be a sequence of prompts, got the string {self.paraphrase_prompts!r}; "
+                "wrap it: (prompt,)"
+            )
         if self.prompt.count("{}") != 1:
             raise EditRequestError(
                 f"prompt {self.prompt!r} must contain exactly one '{{}}' where the subject goes, "
@@ -139,6 +155,18 @@ def _probe(p) -> Probe:
 def as_requests(requests) -> list[EditRequest]:
     if isinstance(requests, (EditRequest, dict)):
         requests = [requests]
+    if isinstance(requests, (str, bytes)) or not hasattr(requests, "__iter__"):
+        raise EditRequestError(
+            f"requests must be an EditRequest, a CounterFact-style dict or a list of them, got {requests!r}; "
+            "e.g. [EditRequest('The capital of {} is', 'France', 'Rome', 'Paris')]"
+        )
+    requests = list(requests)
+    bad = [r for r in requests if not isinstance(r, (EditRequest, dict))]
+    if bad:
+        raise EditRequestError(
+            f"every request must be an EditRequest or a dict, got {bad[0]!r}; "
+            "e.g. EditRequest('The capital of {} is', 'France', 'Rome', 'Paris')"
+        )
     out = [r if isinstance(r, EditRequest) else EditRequest.from_dict(r) for r in requests]
     if not out:
         raise EditRequestError("no edit requests given")
@@ -175,9 +203,7 @@ class EditConfig:
 
     def __post_init__(self):
         if self.layers is not None:
-            self.layers = tuple(int(x) for x in self.layers)
-            if not self.layers:
-                raise ValueError("layers must be None or a non-empty tuple of layer indices")
+            self.layers = _layer_tuple(self.layers, type(self).__name__)
         _check(self, "v_num_grad_steps", self.v_num_grad_steps >= 0, "≥ 0")
         _check(self, "v_lr", self.v_lr > 0, "> 0")
         _check(self, "v_weight_decay", self.v_weight_decay >= 0, "≥ 0")
@@ -192,6 +218,28 @@ class EditConfig:
     def default_layer_fractions(self) -> tuple[float, float]:
         """(first, last) edit layer as a fraction of depth in the paper's model; subclasses override."""
         return (17 / 47, 17 / 47)
+
+
+def _layer_tuple(layers, owner: str) -> tuple[int, ...]:
+    """``layers`` as a tuple of ints; a bare int, a string, floats, bools or an empty sequence are errors."""
+    hint = "give a tuple of layer indices, e.g. layers=(10,) or layers=(8, 9, 10), or None for the paper's layers"
+    if isinstance(layers, (str, bytes)) or not isinstance(layers, (list, tuple, range)):
+        raise ValueError(f"{owner}.layers must be a tuple of ints or None, got {layers!r}; {hint}")
+    out = []
+    for x in layers:
+        if isinstance(x, bool) or not isinstance(x, int):
+            try:
+                import numpy as np
+
+                ok = isinstance(x, np.integer)
+            except ImportError:  # pragma: no cover
+                ok = False
+            if not ok:
+                raise ValueError(f"{owner}.layers must hold ints, got {x!r} in {layers!r}; {hint}")
+        out.append(int(x))
+    if not out:
+        raise ValueError(f"{owner}.layers must be None or a non-empty tuple of layer indices; {hint}")
+    return tuple(out)
 
 
 def _check(cfg, name: str, ok: bool, rng: str) -> None:
@@ -318,7 +366,11 @@ class Editor:
         self.cfg = cfg
         self.corpus = None if corpus is None else list(corpus)
         self.cache = cache
-        self._cov: dict[tuple[int, int], torch.Tensor] = {}
+        # in-memory statistics, keyed by a fingerprint of the weights they depend on (never by id(model)); least
+        # recently used entries are dropped beyond max_cached matrices
+        self._cov: OrderedDict[tuple, torch.Tensor] = OrderedDict()
+        self.max_cached = 16
+        self._state: EditState | None = None  # the sequence being edited (its original weights define the stats)
 
     def __repr__(self):
         return f"{type(self).__name__}({self.cfg})"
@@ -336,27 +388,50 @@ class Editor:
             )
         return tuple(sorted(set(self.cfg.layers)))
 
+    def fingerprint(self, model) -> str:
+        """Fingerprint of the weights the key statistics depend on. During an edit sequence the weights this sequence
+        changed count with their original values, so every batch of a sequence uses the unedited model's statistics
+        (as ROME/MEMIT/AlphaEdit's code, which computes them once per model)."""
+        from .stats import weights_fingerprint
+
+        originals = self._state.originals if self._state is not None else {}
+        return weights_fingerprint(model, originals)
+
+    def _memo(self, key, make):
+        if key in self._cov:
+            self._cov.move_to_end(key)
+            return self._cov[key]
+        value = make()
+        self._cov[key] = value
+        while len(self._cov) > self.max_cached:
+            self._cov.popitem(last=False)
+        return value
+
     def covariance(self, model, tok, layer: int) -> torch.Tensor:
-        """``E[k kᵀ]`` of the MLP key at ``layer`` over the corpus (float64, ``[d_ff, d_ff]``), memoised and on disk."""
+        """``E[k kᵀ]`` of the MLP key at ``layer`` over the corpus (float64, ``[d_ff, d_ff]``), memoised (bounded,
+        keyed by a fingerprint of the weights) and on disk (same fingerprint)."""
         from .stats import key_covariances
 
-        key = (id(model), layer)
+        fp = self.fingerprint(model)
+        key = ("C", fp, layer)
         if key not in self._cov:
-            self._cov.update(
-                {
-                    (id(model), lay): c
-                    for lay, c in key_covariances(
-                        model,
-                        tok,
-                        self.layers(model),
-                        self.corpus,
-                        n_tokens=self.cfg.stats_n_tokens,
-                        max_len=self.cfg.stats_max_len,
-                        use_cache=self.cache,
-                    ).items()
-                }
+            originals = self._state.originals if self._state is not None else {}
+            covs = key_covariances(
+                model,
+                tok,
+                self.layers(model),
+                self.corpus,
+                n_tokens=self.cfg.stats_n_tokens,
+                max_len=self.cfg.stats_max_len,
+                use_cache=self.cache,
+                fingerprint=fp,
+                originals=originals,
             )
-        return self._cov[key]
+            for lay, c in covs.items():
+                if lay != layer:
+                    self._memo(("C", fp, lay), lambda c=c: c)
+            return self._memo(key, lambda: covs[layer])
+        return self._memo(key, lambda: None)
 
     def context_templates(self, model, tok, state: EditState) -> list[str]:
         from .compute import context_templates
@@ -403,6 +478,7 @@ class Editor:
             it = tqdm(batches, desc=f"{self.name} edits", leave=False)
         was_training = model.training
         model.eval()
+        self._state = state
         try:
             for batch in it:
                 with measure(device) as m:
@@ -412,6 +488,7 @@ class Editor:
                 res.peak_mem_mb.append(m.peak_mb)
                 res.batch_sizes.append(len(batch))
         finally:
+            self._state = None
             model.train(was_training)
         return res
 

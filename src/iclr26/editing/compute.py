@@ -177,7 +177,8 @@ def optimize_delta(
     """Find δ at ``(point, layer)`` (``"mlp_out"`` for ROME, ``"resid"`` for MEMIT) at the subject's last token.
 
     ROME Eq. 4 / MEMIT Eq. 16:  ``δ = argmin  mean_j −log p(o* | x_j ⊕ p(s, r); h += δ)
-    + kl_factor · KL(p₀ || p_δ)["{s} is a"] + v_weight_decay · ||δ||² / ||h||²``, with ``||δ|| ≤ clamp · ||h||``.
+    + kl_factor · KL(p_δ || p₀)["{s} is a"] + v_weight_decay · ||δ|| / ||h||²``, with ``||δ|| ≤ clamp · ||h||``
+    (KL direction and the unsquared decay as in ROME's ``compute_v.py`` and MEMIT's ``compute_z.py``).
 
     ``delta_fn`` (an ``nn.Module``) reparametrises δ: ``delta_fn(h_rows) -> δ_rows`` gets the activations at the
     subject's last token of every prompt row (``[n_rows, d]``, detached) and returns what is added there; it may define
@@ -238,11 +239,9 @@ def optimize_delta(
                 kl_lp = logp[n_rw, look[n_rw]]
                 if kl_init is None:
                     kl_init = kl_lp.detach()
-                loss = loss + cfg.kl_factor * torch.nn.functional.kl_div(
-                    kl_lp, kl_init, log_target=True, reduction="sum"
-                )
+                loss = loss + cfg.kl_factor * essence_kl(kl_lp, kl_init)
             d0 = delta_fn(h_rows[:1])[0]
-            loss = loss + cfg.v_weight_decay * d0.pow(2).sum() / h0.pow(2).sum().clamp_min(1e-12)
+            loss = loss + delta_weight_decay(d0, h0, cfg.v_weight_decay)
             if hasattr(delta_fn, "penalty"):
                 loss = loss + delta_fn.penalty()
             losses.append(nll.item())
@@ -259,6 +258,18 @@ def optimize_delta(
     with torch.no_grad():
         d0 = delta_fn(h_rows[:1])[0].detach().float()
     return DeltaResult(d0, h0.detach().float(), losses, prob_new)
+
+
+def essence_kl(logp_now: torch.Tensor, logp_init: torch.Tensor) -> torch.Tensor:
+    """The essence-drift term as ROME's and MEMIT's code compute it (``kl_div(init, now, log_target=True)``):
+    ``KL(p_δ || p₀) = Σ p_δ (log p_δ − log p₀)`` over the next-token distribution after ``"{s} is a"``."""
+    return torch.nn.functional.kl_div(logp_init, logp_now, log_target=True, reduction="sum")
+
+
+def delta_weight_decay(delta: torch.Tensor, h: torch.Tensor, weight: float) -> torch.Tensor:
+    """Weight decay as ROME's and MEMIT's code compute it: ``weight · ||δ|| / ||h||²`` (not squared in ``δ``;
+    ``h`` = the activation δ is added to at the un-prefixed prompt)."""
+    return weight * delta.norm() / h.pow(2).sum().clamp_min(1e-12)
 
 
 @torch.no_grad()

@@ -11,6 +11,7 @@ least-squares problem ``min_Δ ||(W + Δ) K − (W K + R)||² + λ ||Δ K₀||²
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 
 import torch
@@ -58,6 +59,14 @@ class MEMITConfig(EditConfig):
         return (13 / 47, 17 / 47)
 
 
+def lambda_scale(c: torch.Tensor, keys: torch.Tensor) -> float:
+    """``median_i k_iᵀ C⁻¹ k_i`` over keys ``[n, d_in]``: the λ at which a typical key's own term ``k kᵀ`` weighs as
+    much as ``λC`` along it (for keys drawn like the corpus's, ``E[kᵀC⁻¹k] = d_in``). A scale rule for MEMIT's λ on
+    models far from GPT-2 XL (our choice; MEMIT sets λ per model by hand)."""
+    kd = keys.double()
+    return float((kd * solve_psd(c, kd.T).T).sum(-1).median())
+
+
 def memit_delta(k: torch.Tensor, r: torch.Tensor, c: torch.Tensor, weight: float) -> torch.Tensor:
     """MEMIT Eq. 14: ``Δ = R Kᵀ (λ C + K Kᵀ)⁻¹`` — the minimiser of ``||Δ K − R||² + λ tr(Δ C Δᵀ)``.
 
@@ -84,13 +93,37 @@ class MEMIT(Editor):
         c = self.covariance(model, tok, layer)
         return memit_delta(k.T, r.T, c, self.cfg.mom2_update_weight)
 
+    # below this share of its target residual realised at every layer, an update is reported as negligible
+    negligible_share = 0.05
+
     def _edit_batch(self, model, tok, requests: list[EditRequest], state: EditState) -> None:
         layers = self.layers(model)
         templates = self.context_templates(model, tok, state)
         z = self.targets(model, tok, requests, state)
+        self.realised_share = {}
         for i, layer in enumerate(layers):
             k = compute_keys(model, tok, requests, layer, templates)  # [n, d_ff]
             cur = activation_at_subject(model, tok, requests, "resid", layers[-1])  # h^L with earlier updates in
             r = (z - cur) / (len(layers) - i)  # spread the residual evenly over the remaining layers
-            state.apply(model, layer, self.layer_update(model, tok, layer, k, r, state))
+            delta = self.layer_update(model, tok, layer, k, r, state)
+            # how much of this layer's share of the residual the update writes at the edited keys: ‖ΔK‖ / ‖R‖
+            self.realised_share[layer] = float((delta @ k.double().T).norm() / r.double().norm().clamp_min(1e-12))
+            state.apply(model, layer, delta)
             state.edited_keys.setdefault(layer, []).append(k)
+        self._warn_if_negligible()
+
+    def _warn_if_negligible(self) -> None:
+        shares = self.realised_share
+        if shares and max(shares.values()) < self.negligible_share:
+            warnings.warn(
+                f"{self.name}: the update writes at most {max(shares.values()):.1%} of its target at the edited keys "
+                f"(‖ΔK‖/‖R‖ per layer {', '.join(f'{v:.3g}' for v in shares.values())}): {self.negligible_hint()}",
+                stacklevel=3,
+            )
+
+    def negligible_hint(self) -> str:
+        return (
+            f"mom2_update_weight λ={self.cfg.mom2_update_weight:g} outweighs the edit on this model (MEMIT's 20,000 "
+            "is GPT-2 XL's). Lower it: a scale-free choice is λ ≈ median kᵀC⁻¹k of typical edit keys (≈ d_ff for "
+            "keys like the corpus's), see iclr26.editing.memit.lambda_scale"
+        )

@@ -46,6 +46,14 @@ class ROMEConfig(EditConfig):
             "help": "corpus tokens for C (ROME: 100,000 Wikipedia samples; ours counts tokens, to bound the cost)"
         },
     )
+    value_target: str = field(
+        default="prompt",
+        metadata={
+            "help": "which key realises v* exactly: 'prompt' = the un-prefixed edit prompt's key k₀ "
+            "(Ŵk₀ = Wk₀ + δ; ROME's compute_v.py), 'prefix_mean' = the prefix-averaged k̄ (Ŵk̄ = Wk̄ + δ; our "
+            "earlier choice). Both use u = C⁻¹k̄"
+        },
+    )
     mom2_adjustment: bool = field(
         default=True,
         metadata={"help": "use C⁻¹k* (True, ROME) or k* itself (False: C = I, an ablation in ROME's code)"},
@@ -54,18 +62,24 @@ class ROMEConfig(EditConfig):
     def __post_init__(self):
         super().__post_init__()
         _check(self, "layers", self.layers is None or len(self.layers) == 1, "one layer (ROME edits a single MLP)")
+        _check(self, "value_target", self.value_target in ("prompt", "prefix_mean"), "'prompt' or 'prefix_mean'")
 
     def default_layer_fractions(self):
         return (17 / 47, 17 / 47)
 
 
-def rome_delta(w: torch.Tensor, c: torch.Tensor | None, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
-    """ROME Eq. 2: ``Δ = (v* − W k*) uᵀ / (uᵀ k*)`` with ``u = C⁻¹ k*`` (``C = I`` if ``c`` is None).
+def rome_delta(
+    w: torch.Tensor, c: torch.Tensor | None, k: torch.Tensor, v: torch.Tensor, k_exact: torch.Tensor | None = None
+) -> torch.Tensor:
+    """ROME Eq. 2: ``Δ = (v* − W k₀) uᵀ / (uᵀ k₀)`` with ``u = C⁻¹ k`` (``C = I`` if ``c`` is None), so that
+    ``Ŵ k₀ = v*`` exactly. ``k`` is the (prefix-averaged) key that sets the direction ``u``; ``k_exact = k₀`` the key
+    that must map to ``v*`` (default ``k``; ROME's code uses the un-prefixed prompt's key, ``compute_v.py``).
 
     ``w`` is ``[d_out, d_in]``, ``k`` ``[d_in]``, ``v`` ``[d_out]``; returns the rank-one ``Δ`` (float64)."""
     w, k, v = w.double(), k.double(), v.double()
+    k0 = k if k_exact is None else k_exact.double()
     u = k if c is None else solve_psd(c, k)
-    return torch.outer(v - w @ k, u) / (u @ k)
+    return torch.outer(v - w @ k0, u) / (u @ k0)
 
 
 class ROME(Editor):
@@ -81,8 +95,10 @@ class ROME(Editor):
         module = ModelAdapter(model).mlp_out(layer)
         for req in requests:
             k = compute_keys(model, tok, [req], layer, templates)[0]  # ROME Eq. 3: k* averaged over prefixes
+            # the key that must map to v* exactly: the un-prefixed prompt's (ROME's code) or the prefix average
+            k0 = compute_keys(model, tok, [req], layer, ("{}",))[0] if self.cfg.value_target == "prompt" else k
             opt = optimize_delta(model, tok, req, layer, "mlp_out", self.cfg, templates)  # ROME Eq. 4
             w = weight_of(module).detach()
-            v = w.double() @ k.double() + opt.delta.double()  # v*: the value that adds δ to this layer's output
-            state.apply(model, layer, rome_delta(w, c, k, v))
+            v = w.double() @ k0.double() + opt.delta.double()  # v*: the value that adds δ to this layer's output
+            state.apply(model, layer, rome_delta(w, c, k, v, k_exact=k0))
             state.edited_keys.setdefault(layer, []).append(k[None])

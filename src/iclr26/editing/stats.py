@@ -6,8 +6,9 @@ stands for the keys of everything the layer already stores (``K₀K₀ᵀ ∝ C`
 bounded by ``n_tokens``. The pass is streaming: each batch's keys are folded into a running ``Σ k kᵀ`` (float64,
 ``[d_ff, d_ff]``) and dropped, and the forward pass stops after the last needed layer, so memory stays at one batch of
 activations plus one ``d_ff × d_ff`` matrix per layer. Results are cached on disk under
-``cache_dir()/editing_stats``, keyed by the model (config and a fingerprint of its embedding weights), the layer, and
-a hash of the exact token chunks used.
+``cache_dir()/editing_stats``, keyed by a fingerprint of the model's weights (:func:`weights_fingerprint`: every
+parameter, so a merged LoRA or another fine-tune never gets stale statistics), the layer, and a hash of the exact token
+chunks used.
 """
 
 from __future__ import annotations
@@ -18,12 +19,51 @@ from collections.abc import Sequence
 
 import torch
 
-from ..lm.adapters import ModelAdapter
+from ..lm.adapters import ModelAdapter, weight_of
 from ..lm.loading import cache_dir
 
 
 class _Stop(Exception):
     pass
+
+
+def weights_fingerprint(model, originals: dict | None = None) -> str:
+    """A short hash of the config and of every parameter (shape, sum, sum of squares and a strided sample of up to
+    4,096 values each; cheap even for 100M+ parameters). ``originals`` (``{layer: W}``, an edit sequence's original
+    down projections) stand in for the current weights of those layers."""
+    ad = ModelAdapter(model)
+    swap = {id(weight_of(ad.mlp_out(lay))): w for lay, w in (originals or {}).items()}
+    h = hashlib.sha1(model.config.to_json_string(use_diff=False).encode())
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            t = swap.get(id(p), p).detach()
+            flat = t.reshape(-1)
+            step = max(1, flat.numel() // 4096)
+            d = flat.double()
+            h.update(f"{name}{tuple(t.shape)}{float(d.sum()):.10e}{float((d * d).sum()):.10e}".encode())
+            h.update(flat[::step].float().cpu().numpy().tobytes())
+    return h.hexdigest()[:16]
+
+
+@contextlib.contextmanager
+def original_weights(model, originals: dict | None):
+    """Temporarily write an edit sequence's original down projections back (the statistics describe the unedited
+    model), restoring the edited weights on exit."""
+    if not originals:
+        yield
+        return
+    ad = ModelAdapter(model)
+    saved = {}
+    with torch.no_grad():
+        try:
+            for lay, w in originals.items():
+                p = weight_of(ad.mlp_out(lay))
+                saved[lay] = p.detach().clone()
+                p.copy_(w)
+            yield
+        finally:
+            for lay, w in saved.items():
+                weight_of(ad.mlp_out(lay)).copy_(w)
 
 
 def model_fingerprint(model) -> str:
@@ -108,8 +148,11 @@ def key_covariances(
     batch_size: int = 8,
     use_cache: bool = True,
     progress: bool = True,
+    fingerprint: str | None = None,
+    originals: dict | None = None,
 ) -> dict[int, torch.Tensor]:
-    """``{layer: E[k kᵀ]}`` (float64, ``[d_ff, d_ff]``) over ``n_tokens`` tokens of ``texts``; cached on disk."""
+    """``{layer: E[k kᵀ]}`` (float64, ``[d_ff, d_ff]``) over ``n_tokens`` tokens of ``texts``; cached on disk under
+    ``fingerprint`` (default :func:`weights_fingerprint` of the model with ``originals`` in place)."""
     if n_tokens < 1:
         raise ValueError(f"n_tokens must be ≥ 1, got {n_tokens}")
     layers = sorted(set(int(x) for x in layers))
@@ -126,7 +169,7 @@ def key_covariances(
         raise ValueError("the corpus gave no tokens for the key covariance: pass non-empty texts")
     h = hashlib.sha1(repr(chunks).encode()).hexdigest()[:12]
     folder = cache_dir() / "editing_stats"
-    fp = model_fingerprint(model)
+    fp = fingerprint or weights_fingerprint(model, originals)
     paths = {lay: folder / f"{ad.model_type}-{fp}-L{lay}-{h}.pt" for lay in layers}
     out: dict[int, torch.Tensor] = {}
     if use_cache:
@@ -137,7 +180,8 @@ def key_covariances(
     if todo:
         was = model.training
         model.eval()
-        new = _compute(model, chunks, todo, batch_size, progress)
+        with original_weights(model, originals):
+            new = _compute(model, chunks, todo, batch_size, progress)
         model.train(was)
         out.update(new)
         if use_cache:

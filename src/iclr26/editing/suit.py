@@ -74,6 +74,14 @@ class SUITConfig(AlphaEditConfig):
         },
     )
 
+    step_b_regulariser: bool = field(
+        default=False,
+        metadata={
+            "help": "False: Step B optimises only −log p(o*) + λ(w1ᵀw2)² (the paper's objective as the dossier reads "
+            "it; official code not reachable here); True: also MEMIT's KL and weight decay, as the baselines"
+        },
+    )
+
     def __post_init__(self):
         super().__post_init__()
         _check(self, "tau_energy", 0.0 <= self.tau_energy < 1.0, "in [0, 1)")
@@ -171,7 +179,7 @@ class SUIT(AlphaEdit):
             for lay in layers:
                 keys[lay].append(acts["mlp_key", lay][torch.arange(len(rows)), last].double().cpu())
         self.subspaces = {lay: shared_key_subspace(torch.cat(keys[lay]).T, self.cfg.tau_energy) for lay in layers}
-        self._subspace_model = id(model)
+        self._subspace_model = self.fingerprint(model)
         return self.subspaces
 
     def targets(self, model, tok, requests: list[EditRequest], state: EditState) -> torch.Tensor:
@@ -179,8 +187,13 @@ class SUIT(AlphaEdit):
             return super().targets(model, tok, requests, state)
         last = self.layers(model)[-1]
         templates = self.context_templates(model, tok, state)
-        # Step B drops the generic regulariser (KL, weight decay): the update is already two-dimensional
-        cfg = dataclasses.replace(self.cfg, kl_factor=0.0, v_weight_decay=0.0)
+        # Step B's objective has no generic regulariser (KL, weight decay): the update is already two-dimensional;
+        # step_b_regulariser=True keeps the baselines' terms
+        cfg = (
+            self.cfg
+            if self.cfg.step_b_regulariser
+            else dataclasses.replace(self.cfg, kl_factor=0.0, v_weight_decay=0.0)
+        )
         U = ModelAdapter(model).lm_head.weight.detach()
         out = []
         for r in requests:
@@ -195,7 +208,7 @@ class SUIT(AlphaEdit):
 
     def layer_update(self, model, tok, layer: int, k: torch.Tensor, r: torch.Tensor, state: EditState):
         if self.cfg.use_key_projection:
-            if layer not in self.subspaces or getattr(self, "_subspace_model", None) != id(model):
+            if layer not in self.subspaces or getattr(self, "_subspace_model", None) != self.fingerprint(model):
                 self.fit_subspace(model, tok)
             # Step A: k' = k − U_s U_sᵀ k; K_p accumulates the purified keys actually used
             k = purify_keys(k.double().T, self.subspaces[layer]).T.to(k.dtype)

@@ -32,35 +32,41 @@ from kvpress import (
 from transformers.models.llama.modeling_llama import repeat_kv
 
 from ..lm.adapters import UnsupportedModelError
-from .common import AdapterHooks, attn_scaling, check_budget, head_dims, keep_top, n_kept, window_queries
+from .common import AdapterHooks, attn_scaling, check_budget, head_dims, keep_top, n_kept, ratio_for, window_queries
 from .restkv import ReSTKVPress
 
 
 @dataclass
 class AccumulatedAttentionPress(ObservedAttentionPress):
     """H2O-style heavy hitters: mean attention each token receives from all later prompt queries (kvpress's
-    ObservedAttentionPress), with the attention matrix recomputed when the layer did not return it."""
+    ObservedAttentionPress), with the column sums accumulated chunk by chunk when the layer did not return the
+    attention matrix (memory ``[b, H, chunk, T]``, never ``[b, H, T, T]``)."""
 
     chunk: int = 512
 
     def score(self, module, hidden_states, keys, values, attentions, kwargs):
-        if attentions is None:
-            attentions = full_attention(module, hidden_states, keys, kwargs, self.chunk)
-        return super().score(module, hidden_states, keys, values, attentions, kwargs)
+        if attentions is not None:
+            return super().score(module, hidden_states, keys, values, attentions, kwargs)
+        b, n_kv, t, _ = keys.shape
+        col_sums = attention_column_sums(module, hidden_states, keys, kwargs, self.chunk)  # [b, H, T]
+        # kvpress's normalisation: token n is seen by the T − n queries at or after it; then mean over a GQA group
+        scores = col_sums / torch.arange(t, 0, -1, device=keys.device, dtype=col_sums.dtype)
+        return scores.view(b, n_kv, -1, t).mean(2)
 
 
-def full_attention(module, hidden_states, keys, kwargs, chunk: int = 512) -> torch.Tensor:
-    """Causal attention of every prompt query over every key, ``[b, H, T, T]``, computed ``chunk`` queries at a time."""
+def attention_column_sums(module, hidden_states, keys, kwargs, chunk: int = 512) -> torch.Tensor:
+    """``Σ_q A[q, n]`` over every prompt query of the causal attention, ``[b, H, T]``, accumulated ``chunk`` queries
+    at a time (the attention matrix is never held whole)."""
     n_heads, n_kv, _ = head_dims(module)
     t = keys.shape[2]
     q = window_queries(module, hidden_states, kwargs, t).float()
     k = repeat_kv(keys, n_heads // n_kv).float().transpose(-1, -2)
-    out = torch.empty(q.shape[0], n_heads, t, t, dtype=torch.float32, device=keys.device)
+    out = torch.zeros(q.shape[0], n_heads, t, dtype=torch.float32, device=keys.device)
     pos = torch.arange(t, device=keys.device)
     for s in range(0, t, chunk):
         logits = q[:, :, s : s + chunk] @ k * attn_scaling(module)
         hidden = pos.unsqueeze(0) > pos[s : s + chunk].unsqueeze(1)
-        out[:, :, s : s + chunk] = torch.softmax(logits.masked_fill(hidden, float("-inf")), dim=-1)
+        out += torch.softmax(logits.masked_fill(hidden, float("-inf")), dim=-1).sum(-2)
     return out
 
 
@@ -100,8 +106,8 @@ class BudgetPress(AdapterHooks, BasePress):
         if k >= t:
             return keys, values
         # kvpress presses read their own ratio (StreamingLLM's recent span, PyramidKV's layer budgets): set it so that
-        # int(t·(1 − ratio)) == k exactly
-        self.press.compression_ratio = 1.0 - (k + 0.5) / t
+        # kvpress's own count (int, and PyramidKV's round) gives exactly k
+        self.press.compression_ratio = ratio_for(k, t)
         if isinstance(self.press, PyramidKVPress):
             return self.press.compress(module, hidden_states, keys, values, attentions, kwargs)
         window = getattr(self.press, "window_size", 0)
@@ -129,6 +135,7 @@ METHODS = (
     "restkv_no_lor",
     "restkv_no_ema",
     "restkv_no_aws",
+    "restkv_legacy",
 )
 
 
@@ -156,6 +163,8 @@ def make_press(
         ablation = {"restkv_no_lor": "use_lor", "restkv_no_ema": "use_ema", "restkv_no_aws": "use_aws"}.get(method)
         if ablation:
             restkv_kwargs[ablation] = False
+        if method == "restkv_legacy":  # this library's earlier reading: Eq. 7 per query, then its own window rule
+            restkv_kwargs = {"metric_mode": "before", "pooling": "legacy", **restkv_kwargs}
         kw = {"budget": budget} if budget is not None else {"compression_ratio": compression_ratio or 0.0}
         return ReSTKVPress(window_size=window_size, **kw, **restkv_kwargs)
     inner = {

@@ -13,12 +13,13 @@ import math
 from contextlib import contextmanager
 
 import torch
+from kvpress import BasePress
 from kvpress.presses.base_press import is_prefilling
-from kvpress.utils import get_prerope_query_states
+from kvpress.utils import compute_n_kept, get_prerope_query_states
 from torch import nn
 from transformers.models.llama.modeling_llama import repeat_kv, rotate_half
 
-from ..lm.adapters import ModelAdapter, weight_of
+from ..lm.adapters import ModelAdapter, UnsupportedModelError, weight_of
 
 
 def check_budget(compression_ratio: float | None, budget: int | None) -> None:
@@ -34,11 +35,19 @@ def check_budget(compression_ratio: float | None, budget: int | None) -> None:
 
 
 def n_kept(k_len: int, compression_ratio: float | None, budget: int | None) -> int:
-    """KV pairs kept per head out of ``k_len``: the fixed ``budget`` or ``round(k_len·(1 − ratio))`` (≥ 1)."""
+    """KV pairs kept per head out of ``k_len``: the fixed ``budget``, or kvpress's own count at a ratio
+    (``compute_n_kept``: ``max(1, int(k_len·(1 − ratio)))``), so a ratio keeps what kvpress's presses keep."""
     if budget is not None:
         return min(budget, k_len)
-    ratio = compression_ratio or 0.0
-    return min(k_len, max(1, round(k_len * (1.0 - ratio))))
+    return min(k_len, compute_n_kept(k_len, compression_ratio or 0.0))
+
+
+def ratio_for(k: int, k_len: int) -> float:
+    """A compression ratio at which kvpress keeps exactly ``k`` of ``k_len`` pairs: ``int(k_len·(1 − r)) == k`` and
+    ``round(k_len·(1 − r)) == k`` (PyramidKV's fallback rounds), i.e. ``k_len·(1 − r) = k + 1/4``."""
+    r = 1.0 - (k + 0.25) / k_len
+    assert compute_n_kept(k_len, r) == k and round(k_len * (1 - r)) == k, (k, k_len, r)
+    return r
 
 
 def attention_modules(model: nn.Module) -> list[nn.Module]:
@@ -74,7 +83,7 @@ def output_projection(module: nn.Module) -> torch.Tensor:
 def window_queries(module: nn.Module, hidden_states: torch.Tensor, kwargs: dict, n: int) -> torch.Tensor:
     """Queries of the last ``n`` tokens, ``[batch, n_heads, n, head_dim]``, RoPE applied where the model uses it."""
     h = hidden_states[:, -n:]
-    if hasattr(module, "q_proj"):
+    if hasattr(module, "q_proj") or hasattr(module, "qkv_proj"):  # llama-likes, phi3 (kvpress reads both)
         q = get_prerope_query_states(module, h)
         pe = kwargs.get("position_embeddings")
         if pe is not None:
@@ -120,10 +129,16 @@ class AdapterHooks:
 
     @contextmanager
     def __call__(self, model: nn.Module):
+        try:
+            modules = attention_modules(model)
+        except UnsupportedModelError:  # a model kvpress handles but our adapters do not (phi3, gemma3): kvpress's hooks
+            with BasePress.__call__(self, model):
+                yield
+            return
         self.post_init_from_model(model)
         hooks = []
         try:
-            for attn in attention_modules(model):
+            for attn in modules:
                 hooks.append(attn.register_forward_hook(self.forward_hook, with_kwargs=True))
             yield
         finally:

@@ -28,11 +28,13 @@ from .encoding import (
 )
 from .logit_lens import (
     crosslingual_similarity,
+    crosslingual_similarity_contrast,
     language_probs_by_layer,
     lens_logits,
     logit_lens,
     residuals,
     token_probs_by_layer,
+    token_ranks_by_layer,
 )
 from .selective_tuning import (
     SelectiveTuningConfig,
@@ -56,11 +58,13 @@ __all__ = [
     "remove_projection",
     "steering",
     "crosslingual_similarity",
+    "crosslingual_similarity_contrast",
     "language_probs_by_layer",
     "lens_logits",
     "logit_lens",
     "residuals",
     "token_probs_by_layer",
+    "token_ranks_by_layer",
     "SelectiveTuningConfig",
     "SelectiveTuningResult",
     "encode_parts",

@@ -12,12 +12,16 @@ is computed in O(N d) with the identity Σ_{i≠j} ûᵢ·ûⱼ = ‖Σᵢ ûᵢ
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 from scipy import stats
+
+from ..lm.adapters import ModelAdapter
+from ..lm.hooks import capture
 
 
 def dispersion(h: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
@@ -53,9 +57,16 @@ def cross_dispersion(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 def segment_stats(model, ids: torch.Tensor, skip_first: bool = True) -> dict[str, np.ndarray]:
     """Per segment (rows of ``ids``, no padding): perplexity and the dispersion of every layer's hidden states.
 
-    Returns ``ppl`` [B] and ``disp`` [B, L+1] (index 0 = embeddings, -1 = last layer as HF reports it).
-    ``skip_first`` leaves out position 0, whose vector (after BOS) dominates cosine statistics.
+    Returns ``ppl`` [B] and ``disp`` [B, L+1] (index 0 = embeddings, -1 = last layer as HF reports it, i.e. the
+    last block's output *after* the final norm, the vectors of the official script).
+    ``skip_first`` leaves out position 0, whose vector (after BOS) dominates cosine statistics. The official script
+    (``rep_dispersion``) keeps every position of a 512-token chunk; at our 128-token segments the first vector would
+    weigh 4× more, so we leave it out by default (``skip_first=False`` gives the official pooling).
     """
+    if ids.dim() != 2 or ids.shape[1] < (3 if skip_first else 2):
+        raise ValueError(
+            f"segment_stats needs ids of shape [batch, ≥{3 if skip_first else 2} tokens], got {tuple(ids.shape)}"
+        )
     out = model(input_ids=ids, output_hidden_states=True)
     logits = out.logits.float()
     nll = F.cross_entropy(logits[:, :-1].transpose(1, 2), ids[:, 1:], reduction="none").mean(1)
@@ -98,10 +109,11 @@ class PushAwayConfig:
         default=512, metadata={"help": "vectors sampled per batch (not stated; our choice, keeps the cost small)"}
     )
     layer: int = field(
-        default=-2,
+        default=-1,
         metadata={
-            "help": "hidden_states index used; -2 = last block before the final "
-            "norm for HF models whose last entry is normed (not stated)"
+            "help": "block index (0-based, negative counts from the end: -1 = the last block) whose output — the "
+            "residual stream leaving the block, before any final norm — gives the vectors (not stated; our choice). "
+            "Not an index into HF's hidden_states, whose last entry is already normed"
         },
     )
 
@@ -114,16 +126,65 @@ class PushAwayConfig:
             raise ValueError(f"PushAwayConfig.max_vectors must be ≥ 2, got {self.max_vectors}")
 
 
+def resolve_block(model, layer: int) -> int:
+    """The 0-based block index that ``layer`` (negative = from the end) names in ``model``, with a clear error."""
+    n = ModelAdapter(model).n_layers
+    if not -n <= layer < n:
+        raise ValueError(f"block index {layer} is out of range for a model with {n} blocks; expected -{n}..{n - 1}")
+    return layer % n
+
+
+@torch.no_grad()
+def block_dispersion(model, ids: torch.Tensor, layer: int = -1, skip_first: bool = True) -> np.ndarray:
+    """Per segment (rows of ``ids``), the dispersion of block ``layer``'s output before any final norm ([B])."""
+    b = resolve_block(model, layer)
+    with capture(model, [("resid", b)]) as acts:
+        model(input_ids=ids)
+    h = acts["resid", b]
+    start = 1 if skip_first else 0
+    return torch.stack([dispersion(h[i, start:]) for i in range(ids.shape[0])]).numpy()
+
+
 class PushAway:
     """The auxiliary loss ``λ·L_aux`` as an ``extra_loss`` for :func:`iclr26.lm.train.train_lm`.
 
     single: L_aux = −d_avg, d_avg = 1/(B(B−1)) Σ_{i≠j} (1 − h̃ᵢ·h̃ⱼ);  cross: L_aux = −1/(|A||B|) Σ_{i∈A,j∈B} (1 − h̃ᵢ·h̃ⱼ).
     ``domain_of_row`` ([batch] of 0/1) marks each sequence's domain for the cross mode.
+
+    The vectors are block ``cfg.layer``'s output (before the final norm), recorded with gradients by a hook; train
+    inside ``with push.track(model): ...`` so that every forward pass records them::
+
+        push = PushAway(PushAwayConfig(lam=0.1))
+        with push.track(model):
+            train_lm(model, tok, texts, TrainConfig(), extra_loss=push)
     """
 
     def __init__(self, cfg: PushAwayConfig, generator: torch.Generator | None = None):
         self.cfg = cfg
         self.gen = generator
+        self._acts: dict | None = None
+        self._block: int | None = None
+
+    @contextmanager
+    def track(self, model):
+        """Record block ``cfg.layer``'s output (keeping the graph) on every forward pass of ``model``."""
+        self._block = resolve_block(model, self.cfg.layer)
+        with capture(model, [("resid", self._block)], detach=False) as acts:
+            self._acts = acts
+            try:
+                yield self
+            finally:
+                self._acts, self._block = None, None
+
+    def vectors(self, out=None) -> torch.Tensor:
+        """The tracked block output of the last forward pass ([B, T, d])."""
+        if self._acts is None:
+            raise RuntimeError(
+                "PushAway needs the block's output: run the forward pass inside `with push.track(model):`"
+            )
+        if ("resid", self._block) not in self._acts:
+            raise RuntimeError("no forward pass of the tracked model happened inside `push.track(model)`")
+        return self._acts["resid", self._block]
 
     def aux(self, h: torch.Tensor, domain: torch.Tensor | None = None) -> torch.Tensor:
         if self.cfg.mode == "single":
@@ -138,7 +199,7 @@ class PushAway:
     def __call__(self, model, ids, mask, out, domain_of_row: torch.Tensor | None = None) -> torch.Tensor:
         if self.cfg.lam == 0:
             return out.loss * 0.0
-        hs = out.hidden_states[self.cfg.layer]  # [B, T, d]
+        hs = self.vectors(out)  # [B, T, d]: the chosen block's output, before the final norm
         B, T, d = hs.shape
         flat = hs[:, 1:].reshape(-1, d)  # position 0 left out, as in the dispersion metric
         rows = torch.arange(B).repeat_interleave(T - 1)

@@ -29,7 +29,14 @@ import numpy as np
 from scipy import linalg, stats
 
 # Double-gamma HRFs: (peak delay, undershoot delay, peak dispersion, undershoot dispersion, undershoot ratio), seconds.
-HRFS = {"glover": (6.0, 12.0, 0.9, 0.9, 0.35), "spm": (6.0, 16.0, 1.0, 1.0, 1.0 / 6.0)}
+# The ratio multiplies unit-integral gamma pdfs, as nilearn does. "glover" uses 0.35, nilearn ≤ 0.10's value and so the
+# official code's (its requirements pin nilearn 0.10.4). nilearn 0.11 changed it to 0.48 (nilearn PR #4452: Glover's
+# 0.35 applies to peak-normalised gammas, ≈ 0.48 for unit-integral ones); "glover-nilearn-0.11" is that variant.
+HRFS = {
+    "glover": (6.0, 12.0, 0.9, 0.9, 0.35),
+    "glover-nilearn-0.11": (6.0, 12.0, 0.9, 0.9, 0.48),
+    "spm": (6.0, 16.0, 1.0, 1.0, 1.0 / 6.0),
+}
 
 
 @dataclass
@@ -41,7 +48,13 @@ class EncodingConfig:
     alpha_exp_min: float = field(default=2.0, metadata={"help": "alphas = logspace(min, max, n) (official config)"})
     alpha_exp_max: float = field(default=7.0, metadata={"help": "upper exponent of the alpha grid (official config)"})
     n_alphas: int = field(default=16, metadata={"help": "number of alphas in the grid (official config)"})
-    hrf: str = field(default="glover", metadata={"help": "'glover' (paper, via nilearn) or 'spm' canonical HRF"})
+    hrf: str = field(
+        default="glover",
+        metadata={
+            "help": "'glover' (ratio 0.35: the official code's pinned nilearn 0.10.4), 'glover-nilearn-0.11' "
+            "(ratio 0.48, current nilearn) or 'spm' canonical HRF"
+        },
+    )
 
     def __post_init__(self):
         if not self.tr > 0:

@@ -155,7 +155,15 @@ class SelectiveTuningResult:
 def selective_finetune(
     model, tok, examples: Sequence[tuple[str, str]], cfg: SelectiveTuningConfig | None = None, progress: bool = True
 ) -> SelectiveTuningResult:
-    """Fine-tune ``model`` in place on ``(context, supervised)`` pairs, training only the selected blocks."""
+    """Fine-tune ``model`` in place on ``(context, supervised)`` pairs, training only the selected blocks.
+
+    Gradients are enabled inside, so this works where the caller switched autograd off globally.
+    """
+    with torch.enable_grad():
+        return _selective_finetune(model, tok, examples, cfg, progress)
+
+
+def _selective_finetune(model, tok, examples, cfg, progress) -> SelectiveTuningResult:
     cfg = cfg or SelectiveTuningConfig()
     if not examples:
         raise ValueError("no fine-tuning examples given")

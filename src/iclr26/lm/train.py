@@ -85,7 +85,16 @@ def train_lm(
     progress: bool = True,
     desc: str = "pretrain",
 ) -> list[float]:
-    """Train ``model`` on ``texts``; returns the loss per step. ``extra_loss(model, ids, mask, out)`` is added."""
+    """Train ``model`` on ``texts``; returns the loss per step. ``extra_loss(model, ids, mask, out)`` is added.
+
+    Gradients are enabled inside, so training also works where the caller switched autograd off
+    (``torch.set_grad_enabled(False)``, common in interpretability notebooks).
+    """
+    with torch.enable_grad():
+        return _train_lm(model, tok, texts, cfg, extra_loss, callback, progress, desc)
+
+
+def _train_lm(model, tok, texts, cfg, extra_loss, callback, progress, desc) -> list[float]:
     rng = random.Random(cfg.seed)
     torch.manual_seed(cfg.seed)
     if cfg.mode == "sentences":

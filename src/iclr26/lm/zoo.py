@@ -23,6 +23,7 @@ import torch
 from transformers import AutoModelForCausalLM, PreTrainedTokenizerFast
 
 from ..core.locks import file_lock
+from ..core.threads import torch_threads
 from ..worlds.facts import FactWorld
 from .loading import cache_dir, load_model, load_smollm2
 from .tiny import tiny_config
@@ -192,7 +193,7 @@ def _train(spec: ZooSpec, seed: int, out: Path, progress: bool) -> None:
     t0 = time.time()
     tcfg = TrainConfig(seed=seed, mode="sentences" if spec.world == "facts" else "stream", **spec.train)
     try:  # grad on even if the caller switched autograd off; the temporary folder never outlives a failure
-        with torch.enable_grad():
+        with torch.enable_grad(), torch_threads():  # ICLR26_THREADS (default 1): see iclr26.core.threads
             losses = train_lm(model, tok, texts, tcfg, callback=callback, progress=progress, desc=f"zoo {spec.name}")
         model.save_pretrained(tmp)
         tok.save_pretrained(tmp / "tokenizer")

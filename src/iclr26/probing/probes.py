@@ -268,6 +268,9 @@ def train_probe(probe: Probe, tokens: torch.Tensor, labels: torch.Tensor, cfg: P
     """Train `probe` on cached frozen tokens with cross-entropy; return the per-epoch training loss."""
     if len(tokens) != len(labels) or len(tokens) == 0:
         raise ValueError(f"tokens ({len(tokens)}) and labels ({len(labels)}) must be non-empty and of equal length")
+    if not torch.isfinite(tokens).all():
+        n_bad = int((~torch.isfinite(tokens)).flatten(1).any(1).sum())
+        raise ValueError(f"tokens contain NaN or inf in {n_bad} of {len(tokens)} samples; clean the cached features")
     torch.manual_seed(cfg.seed)
     gen = torch.Generator().manual_seed(cfg.seed)
     opt = torch.optim.AdamW(probe.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
@@ -298,9 +301,11 @@ def train_probe(probe: Probe, tokens: torch.Tensor, labels: torch.Tensor, cfg: P
 @torch.no_grad()
 def probe_accuracy(probe: Probe, tokens: torch.Tensor, labels: torch.Tensor, batch_size: int = 512) -> float:
     """Top-1 accuracy in percent."""
+    if len(tokens) != len(labels) or len(tokens) == 0:
+        raise ValueError(f"tokens ({len(tokens)}) and labels ({len(labels)}) must be non-empty and of equal length")
     probe.eval()
     correct = sum(
         int((probe(tokens[s : s + batch_size]).argmax(-1) == labels[s : s + batch_size]).sum())
         for s in range(0, len(tokens), batch_size)
     )
-    return 100.0 * correct / max(1, len(tokens))
+    return 100.0 * correct / len(tokens)

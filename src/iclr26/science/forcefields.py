@@ -66,6 +66,13 @@ class ForceField(nn.Module):
             raise ValueError(
                 f"expected species (B, n) and pos (B, n, 3), got {tuple(species.shape)} and {tuple(pos.shape)}"
             )
+        if pos.shape[0] == 0 or pos.shape[1] == 0:
+            raise ValueError(
+                f"empty batch: got pos of shape {tuple(pos.shape)}; give at least one structure with atoms"
+            )
+        if not torch.isfinite(pos).all():
+            bad = (~torch.isfinite(pos)).any(-1).any(-1).nonzero().flatten().tolist()
+            raise ValueError(f"positions contain NaN or inf (structures {bad[:10]}); clean the input coordinates")
         if int(species.max()) >= self.n_species or int(species.min()) < 0:
             raise ValueError(f"species indices must lie in [0, {self.n_species}); rebuild the model with more species")
         return self.atom_energies(species, pos).sum(1)

@@ -213,8 +213,19 @@ class PowerLawTask:
         (η/B_p) σ_eff²; integrating 𝒦 over each segment in closed form,
         R(T) = S(T) + σ_eff² Σ_p (η/B_p) Σ_j (λ_j/2) [e^{-2λ_j(T − b_p)} − e^{-2λ_j(T − a_p)}].
         """
-        data = np.asarray(data, dtype=float)
-        sizes = np.asarray(batch_sizes, dtype=float)
+        data = np.atleast_1d(np.asarray(data, dtype=float))
+        sizes = np.atleast_1d(np.asarray(batch_sizes, dtype=float))
+        if data.ndim != 1 or data.shape != sizes.shape or data.size == 0:
+            raise ValueError(
+                f"data and batch_sizes must be 1-D of the same non-zero length (one entry per segment), "
+                f"got shapes {data.shape} and {sizes.shape}"
+            )
+        if not (np.all(np.isfinite(data)) and np.all(data >= 0) and data.sum() > 0):
+            raise ValueError(f"data (samples per segment) must be finite, ≥ 0 and not all zero, got {data.tolist()}")
+        if not (np.all(np.isfinite(sizes)) and np.all(sizes > 0)):
+            raise ValueError(f"batch_sizes must be finite and > 0, got {sizes.tolist()}")
+        if not (np.isfinite(lr) and lr > 0) or not (np.isfinite(noise_level) and noise_level >= 0):
+            raise ValueError(f"lr must be > 0 and noise_level ≥ 0, got lr={lr!r}, noise_level={noise_level!r}")
         dt = lr * data / sizes
         ends = np.cumsum(dt)
         total = ends[-1]

@@ -54,6 +54,17 @@ def binary_logloss(z, y):
     return np.logaddexp(0.0, z) - y * z
 
 
+def _check_task(X, y, what: str) -> None:
+    """Inputs finite, labels 0/1, one label per input, at least one example."""
+    X, y = np.asarray(X, dtype=float), np.asarray(y, dtype=float)
+    if len(X) == 0 or len(X) != len(y):
+        raise ValueError(f"{what}: need a non-empty input array and one label per input, got {len(X)} and {len(y)}")
+    if not np.isfinite(X).all():
+        raise ValueError(f"{what}: inputs contain NaN or inf; clean them before estimating")
+    if not np.isin(y, (0.0, 1.0)).all():
+        raise ValueError(f"{what}: labels must be 0 or 1 (binary classification), got values {np.unique(y)[:5]}")
+
+
 class GradientEstimator:
     """Estimates the target loss of a binary classifier fine-tuned on any subset of tasks, without fine-tuning.
 
@@ -64,6 +75,9 @@ class GradientEstimator:
     def __init__(self, model, X_tasks, y_tasks, X_target, y_target, config: GradientEstimatorConfig | None = None):
         if len(X_tasks) != len(y_tasks) or not X_tasks:
             raise ValueError(f"need one label array per task and at least one task, got {len(X_tasks)}/{len(y_tasks)}")
+        for k, (X, y) in enumerate(zip(X_tasks, y_tasks)):
+            _check_task(X, y, f"task {k}")
+        _check_task(X_target, y_target, "the target task")
         self.config = c = config or GradientEstimatorConfig()
         self.n_tasks = len(X_tasks)
         params = list(model.parameters())
@@ -73,12 +87,16 @@ class GradientEstimator:
             """f_θ*(x) and the per-example output gradients ∇_θ f_θ*(x) (one backward pass per example)."""
             X = torch.as_tensor(np.asarray(X), dtype=torch.float32)
             f, rows = [], []
-            for x in X:
-                out = model(x[None]).reshape(())
-                grads = torch.autograd.grad(out, params)
-                f.append(float(out.detach()))
-                rows.append(torch.cat([g.reshape(-1) for g in grads]))
-            return np.array(f, dtype=float), torch.stack(rows).double()
+            with torch.enable_grad():  # also where the caller switched autograd off
+                for x in X:
+                    out = model(x[None]).reshape(())
+                    grads = torch.autograd.grad(out, params)
+                    f.append(float(out.detach()))
+                    rows.append(torch.cat([g.reshape(-1) for g in grads]))
+            f, J = np.array(f, dtype=float), torch.stack(rows).double()
+            if not (np.isfinite(f).all() and torch.isfinite(J).all()):
+                raise ValueError("the model's outputs or gradients at θ* are NaN/inf on these inputs; check the model")
+            return f, J
 
         gen = torch.Generator().manual_seed(c.seed)
         # Random projection P ∈ R^{D×d}, entries N(0, 1/d): ĝ = Pᵀ g keeps inner products in expectation.

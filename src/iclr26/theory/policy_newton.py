@@ -200,24 +200,54 @@ def _torch_derivatives(f, x, hessian=True):
     return g.numpy(), H
 
 
-def exact_cubic_newton(f: Callable, x0, M: float, iters: int, metric=None) -> np.ndarray:
+def _noisy(g, H, noise_std: float, rng, noise_map):
+    """Sampled-estimate stand-in: g + Aξ, H + AΞAᵀ with ξ ~ N(0, σ²I) and Ξ symmetric with N(0, σ²) entries.
+
+    A (`noise_map`) maps the space the noise lives in to the optimised coordinates: the identity for values h at the
+    state–action pairs, the Gram matrix K for RKHS coefficients β (h = Kβ, so ∇_β = K∇_h and ∇²_β = K∇²_h K). With
+    the same σ every method then sees the same noise on the same functional derivatives.
+    """
+    if noise_std == 0:
+        return g, H
+    if rng is None:
+        raise ValueError("noisy derivatives need a numpy Generator `rng` (for reproducible noise)")
+    n = len(g)
+    A = np.eye(n) if noise_map is None else np.asarray(noise_map, float)
+    g = g + A @ (noise_std * rng.standard_normal(n))
+    if H is not None:
+        E = noise_std * rng.standard_normal((n, n))
+        H = H + A @ ((E + E.T) / np.sqrt(2.0)) @ A.T
+    return g, H
+
+
+def exact_cubic_newton(
+    f: Callable, x0, M: float, iters: int, metric=None, noise_std: float = 0.0, rng=None, noise_map=None
+) -> np.ndarray:
     """Cubic-regularised Newton ascent on a smooth torch function f (exact gradient and Hessian by autograd);
-    `metric` N defines ‖Δ‖² = ΔᵀNΔ (for RKHS coefficients: the Gram matrix). Returns the iterates (iters+1, n)."""
+    `metric` N defines ‖Δ‖² = ΔᵀNΔ (for RKHS coefficients: the Gram matrix). Returns the iterates (iters+1, n).
+    ``noise_std > 0`` perturbs both derivatives at every step (see `_noisy`), a stand-in for sampled estimates."""
     if iters < 0 or not M > 0:
         raise ValueError(f"iters must be >= 0 and M > 0, got {iters}, {M}")
+    if not noise_std >= 0:
+        raise ValueError(f"noise_std must be >= 0, got {noise_std}")
     xs = [np.asarray(x0, float)]
     for _ in range(iters):
-        g, H = _torch_derivatives(f, xs[-1])
+        g, H = _noisy(*_torch_derivatives(f, xs[-1]), noise_std, rng, noise_map)
         xs.append(xs[-1] + cubic_subproblem(g, H, M, metric).beta)
     return np.stack(xs)
 
 
-def exact_gradient_ascent(f: Callable, x0, lr: float, iters: int, metric=None) -> np.ndarray:
-    """x ← x + η N⁻¹∇f(x): gradient ascent in the geometry of `metric` (Gram K: the functional gradient in RKHS)."""
+def exact_gradient_ascent(
+    f: Callable, x0, lr: float, iters: int, metric=None, noise_std: float = 0.0, rng=None, noise_map=None
+) -> np.ndarray:
+    """x ← x + η N⁻¹∇f(x): gradient ascent in the geometry of `metric` (Gram K: the functional gradient in RKHS).
+    ``noise_std > 0`` perturbs the gradient at every step (see `_noisy`)."""
     if iters < 0 or not lr > 0:
         raise ValueError(f"iters must be >= 0 and lr > 0, got {iters}, {lr}")
+    if not noise_std >= 0:
+        raise ValueError(f"noise_std must be >= 0, got {noise_std}")
     xs = [np.asarray(x0, float)]
     for _ in range(iters):
-        g, _ = _torch_derivatives(f, xs[-1], hessian=False)
+        g, _ = _noisy(*_torch_derivatives(f, xs[-1], hessian=False), noise_std, rng, noise_map)
         xs.append(xs[-1] + lr * (g if metric is None else np.linalg.solve(metric, g)))
     return np.stack(xs)

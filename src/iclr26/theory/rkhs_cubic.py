@@ -12,7 +12,7 @@ With N = I the global maximiser is characterised by (Nesterov & Polyak, Thm. 10)
 so one eigendecomposition −Q = V Λ Vᵀ reduces it to the scalar equation ‖(Λ + (M/2) r)⁻¹ Vᵀb‖ = r, monotone on
 r > max(0, −2λ_min/M) (root by Brent's method), with the "hard case" (b ⟂ bottom eigenvector) handled by adding a
 bottom-eigenvector component. A PSD N is reduced to N = I by γ = N^{1/2}β on the range of N (directions in its null
-space are the zero function and are dropped).
+space are the zero function; b and Q must vanish there, else the model is unbounded and we raise an error).
 """
 
 from __future__ import annotations
@@ -68,8 +68,12 @@ def _euclidean(b: np.ndarray, A: np.ndarray, M: float) -> tuple[np.ndarray, bool
     return V @ (c / (lam + 0.5 * M * r)), False
 
 
-def cubic_subproblem(b, Q, M: float, N=None, rank_tol: float = 1e-10) -> CubicSolution:
-    """Global maximiser of bᵀβ + ½βᵀQβ − (M/6)‖β‖_N³ (N = None: Euclidean; else a PSD matrix, e.g. the Gram K)."""
+def cubic_subproblem(b, Q, M: float, N=None, rank_tol: float = 1e-10, null_tol: float = 1e-6) -> CubicSolution:
+    """Global maximiser of bᵀβ + ½βᵀQβ − (M/6)‖β‖_N³ (N = None: Euclidean; else a PSD matrix, e.g. the Gram K).
+
+    Eigen-directions of N below ``rank_tol``·(largest eigenvalue) are its null space; b and Q must not act on them
+    beyond ``null_tol`` (relative), else the problem has no maximiser and a ValueError says so.
+    """
     b = np.asarray(b, float)
     Q = np.asarray(Q, float)
     if b.ndim != 1 or Q.shape != (b.size, b.size):
@@ -91,6 +95,19 @@ def cubic_subproblem(b, Q, M: float, N=None, rank_tol: float = 1e-10) -> CubicSo
     if nu[0] < -1e-8 * nu[-1]:
         raise ValueError(f"norm matrix N must be positive semi-definite; smallest eigenvalue {nu[0]:.3g}")
     keep = nu > rank_tol * nu[-1]
+    # Directions in N's null space have zero norm: if b (or Q) acts on them, the cubic model is unbounded there and
+    # no maximiser exists. Such components are an inconsistency of the inputs, not something to drop silently.
+    if not keep.all():
+        Z = U[:, ~keep]
+        leak_b = np.linalg.norm(Z.T @ b) / max(np.linalg.norm(b), 1e-300)
+        leak_q = np.linalg.norm(Q @ Z) / max(np.linalg.norm(Q), 1e-300)
+        if max(leak_b, leak_q) > null_tol:
+            raise ValueError(
+                f"b or Q has components outside the range of the norm matrix N (relative size {leak_b:.2g} for b, "
+                f"{leak_q:.2g} for Q, tolerance null_tol={null_tol:g}): the cubic model is unbounded along N's "
+                f"{int((~keep).sum())} zero-norm directions. Compute b and Q from the same centres as N "
+                "(b = ⟨g, k(c_i, ·)⟩ lies in the range of the Gram matrix), drop duplicate centres, or add a ridge to N"
+            )
     T = U[:, keep] / np.sqrt(nu[keep])  # β = T γ, ‖β‖_N = ‖γ‖
     gamma, hard = _euclidean(T.T @ b, -(T.T @ Q @ T), M)
     beta = T @ gamma

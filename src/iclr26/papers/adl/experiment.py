@@ -1,33 +1,18 @@
-"""Activation Difference Lens: narrow finetuning leaves readable traces in activation differences.
-
-Paper: https://arxiv.org/abs/2510.13900 (ICLR 2026). A tiny llama is pretrained on a topic-mixture corpus
-(``iclr26.worlds.topics``); a copy is finetuned on documents about a held-out topic ``T*`` with a planted fact (the
-"model organism"), also with pretraining data mixed in (ft:pt = 1:0.1, 1:1; full scale adds 1:2). On the first 5
-positions of generic base-corpus text we compute the mean activation difference at the middle layer and read it with
-the logit lens and a Patchscope (copy-list identity prompts); relevance is the exact share of top-20 tokens in
-``T*``'s vocabulary or the fact. Steering adds the norm-matched difference at every position with the largest
-strength whose samples stay grammatical (binary search; a grammar check replaces the paper's LLM coherence grader);
-TF-IDF cosine to the finetuning corpus replaces the embedding similarity. The "agent" is a ranking of the 21 topics
-by word overlap with ADL's tokens and steered text, against the same ranking from i black-box samples. The causal
-check swaps the component along the difference for the base model's. On SmolLM2-135M, a LoRA finetune on
-hand-templated cake-baking documents is read with the same lenses (relevance = share of tokens that are baking
-words) and the causal check.
-"""
+"""The adl reproduction: `run` and `plots` (imported only to run; the light card is `__init__.py`)."""
 
 from __future__ import annotations
 
 import copy
 import functools
 import random
-from dataclasses import dataclass
 
 import numpy as np
 import torch
 from sklearn.feature_extraction.text import TfidfVectorizer
 from transformers import AutoModelForCausalLM
 
-from ..core.claims import Check, Claim
-from ..lenses.adl import (
+from ...lenses.adl import (
+    IDENTITY_PROMPTS,
     ADLConfig,
     activation_difference,
     find_max_coherent_alpha,
@@ -36,160 +21,12 @@ from ..lenses.adl import (
     projection_delta_ce,
     steering,
 )
-from ..lm.adapters import ModelAdapter
-from ..lm.tiny import tiny_config
-from ..lm.tokenizer import build_word_tokenizer
-from ..lm.train import TrainConfig, encode_stream, train_lm
-from ..worlds.topics import TopicWorld
-
-
-@dataclass(frozen=True)
-class Cfg:
-    seeds: tuple[int, ...] = (0, 1, 2)
-    n_topics: int = 20
-    n_layers: int = 4
-    d_model: int = 64
-    n_heads: int = 4
-    n_base_docs: int = 3000
-    pretrain_steps: int = 400
-    pretrain_batch: int = 16
-    n_ft_docs: int = 300
-    ft_epochs: int = 2
-    ft_lr: float = 1e-3
-    mix_ratios: tuple[float, ...] = (0.0, 0.1, 1.0)
-    n_generic: int = 256
-    n_positions: int = 5
-    steer_prompts: int = 10
-    steer_tokens: int = 24
-    search_steps: int = 6
-    max_strength: float = 4.0
-    bb_budgets: tuple[int, ...] = (1, 5)
-    bb_trials: int = 6
-    smollm2: bool = True
-    smollm2_steps: int = 12
-    smollm2_generic: int = 64
-
-
-CONFIGS = {
-    "smoke": Cfg(
-        seeds=(0, 1),
-        n_topics=5,
-        n_layers=2,
-        d_model=32,
-        n_base_docs=200,
-        pretrain_steps=30,
-        n_ft_docs=30,
-        ft_epochs=1,
-        mix_ratios=(0.0, 1.0),
-        n_generic=40,
-        n_positions=3,
-        steer_prompts=2,
-        steer_tokens=8,
-        search_steps=2,
-        bb_trials=2,
-        smollm2=False,
-    ),
-    "quick": Cfg(),
-    "full": Cfg(
-        seeds=(0, 1, 2, 3, 4),
-        n_layers=6,
-        d_model=128,
-        n_base_docs=40_000,
-        pretrain_steps=6000,
-        pretrain_batch=32,
-        n_ft_docs=2000,
-        n_generic=1000,
-        mix_ratios=(0.0, 0.1, 1.0, 2.0),
-        bb_trials=10,
-        steer_prompts=20,
-        search_steps=10,
-        smollm2_steps=200,
-    ),
-}
-
-CLAIMS = [
-    Claim(
-        "lens-relevance",
-        "Patchscope / logit-lens tokens of the activation difference are largely about the finetuning domain (≥ 30%), "
-        "far more than the same readouts of the mean base or mean finetuned activation.",
-        checks=(
-            Check("rel_ps_adl", ">", 0.3),
-            Check("rel_ps_adl", ">", "rel_ps_base"),
-            Check("rel_ps_adl", ">", "rel_ps_ft"),
-            Check("rel_ll_adl", ">", "rel_ll_base"),
-            Check("rel_ll_adl", ">", "rel_ll_ft"),
-        ),
-        paper="20–80% of top-20 Patchscope tokens relevant across organism types; mean-activation baselines ≈ 0",
-    ),
-    Claim(
-        "lens-relevance-smollm2",
-        "On a LoRA-finetuned SmolLM2-135M, the difference's lens tokens are more about the finetuning domain than "
-        "the baselines'.",
-        checks=(Check("rel_adl_smollm2", ">", "rel_base_smollm2"), Check("rel_adl_smollm2", ">", "rel_ft_smollm2")),
-        paper="(same claim, real 1B–32B organisms)",
-    ),
-    Claim(
-        "steering",
-        "Steering the finetuned model with the difference makes its text closer to the finetuning data than "
-        "unsteered text.",
-        checks=(Check("steer_sim_ft", ">", "unsteered_sim_ft"),),
-        paper="steered samples much closer (embedding cosine) to the finetuning data than unsteered / generic chat",
-    ),
-    Claim(
-        "identification",
-        "ADL's readout identifies the finetuning topic better than black-box sampling at small budgets (1:0 organism).",
-        checks=(Check("id_adl", ">", "id_bb_1"), Check("id_adl", ">", "id_bb_5")),
-        paper="agent grade ≥ 2: ADL i=0 82%, i=5 91% vs black-box i=0 ~15%, i=5 ~25%, i=50 39%",
-    ),
-    Claim(
-        "identification-mix0.1",
-        "The same on the organism finetuned with 10% pretraining data mixed in (one that still writes base topics "
-        "when prompted with them, as the paper's chat organisms still chat normally).",
-        checks=(Check("id_adl_mix0.1", ">", "id_bb_1_mix0.1"), Check("id_adl_mix0.1", ">", "id_bb_5_mix0.1")),
-        paper="(same numbers; the paper's organisms are trained without mixing)",
-    ),
-    Claim(
-        "causal",
-        "Replacing the finetuned activations' component along the difference with the base model's raises the "
-        "loss on finetuning data (more than a random direction does) and lowers it on pretraining data.",
-        checks=(Check("dce_ft", ">", 0.0), Check("dce_base", "<", 0.0), Check("dce_ft", ">", "dce_ft_random")),
-        paper="ΔL_CE > 0 on finetuning data, < 0 on pretraining data across organisms",
-    ),
-    Claim(
-        "causal-smollm2",
-        "The same causal test on the SmolLM2 LoRA organism.",
-        checks=(Check("dce_ft_smollm2", ">", 0.0), Check("dce_base_smollm2", "<", 0.0)),
-        paper="(same claim, real organisms)",
-    ),
-    Claim(
-        "mixing",
-        "Mixing pretraining data into the finetune (1:1) shrinks the readable bias: lower relevance and a smaller "
-        "steering gain.",
-        checks=(Check("rel_ps_adl", ">", "rel_ps_adl_mix1"), Check("steer_gain", ">", "steer_gain_mix1")),
-        paper="at 1:1 no agent reached grade ≥ 2; relevance and steering similarity drop",
-    ),
-]
-
-METRICS = {
-    "rel_{ll,ps}_{adl,base,ft}": "share of the top-20 logit-lens (ll) / Patchscope (ps) tokens of δ̄ (adl), the mean "
-    "base activation (base) or the mean finetuned activation (ft) at the middle layer that are T* words or fact "
-    "words, averaged over positions 0–4 of generic base-corpus text",
-    "steer_sim_ft, unsteered_sim_ft": "mean TF-IDF cosine between each generated continuation (finetuned model, "
-    "generic prompts, T=1.1) and the finetuning-corpus centroid, steered at the searched strength vs unsteered",
-    "steer_gain": "steer_sim_ft − unsteered_sim_ft",
-    "alpha_search": "binary search for the largest α whose samples keep ≥ 75% of the unsteered samples' grammatical "
-    "sentence share",
-    "alpha": "searched steering strength (units of the mean activation norm)",
-    "id_adl, id_bb_i": "reciprocal rank of T* among the 21 topics ranked by word overlap with ADL tokens + steered "
-    "text, or with i black-box samples of the finetuned model (mean over trials)",
-    "dce_ft, dce_base": "CE change of the finetuned model on held-out finetuning / base documents when its component "
-    "along δ̄ (mean of positions 1–4) at the middle layer is replaced by the base model's, all positions",
-    "dce_ft_random": "dce_ft for a random Gaussian direction (control, as the toolkit's random-vector baseline)",
-    "*_mix{r}": "the same for the organism finetuned with pretraining data mixed at ft:pt = 1:r",
-    "ft_ce": "CE of the finetuned model on held-out finetuning documents (internalisation)",
-    "*_smollm2": "SmolLM2-135M + LoRA on cake-baking documents; relevance = share of top-20 lens tokens (logit lens "
-    "and Patchscope pooled) that are baking words; generic text = Wikipedia openings",
-}
+from ...lm.adapters import ModelAdapter
+from ...lm.tiny import tiny_config
+from ...lm.tokenizer import build_word_tokenizer
+from ...lm.train import TrainConfig, encode_stream, train_lm
+from ...worlds.topics import TopicWorld
+from . import Cfg
 
 
 def _docs_ids(tok, docs, n_words: int) -> torch.Tensor:
@@ -239,22 +76,27 @@ def analyse(
     """All ADL measurements of one organism."""
     acfg = ADLConfig(n_positions=cfg.n_positions, search_steps=cfg.search_steps, max_strength=cfg.max_strength)
     layer = acfg.layer(ModelAdapter(base).n_layers)
-    d = activation_difference(base, ft, generic[:, : cfg.n_positions], layer)
+    # δ̄ on the first n_positions tokens; norm matching on positions ≥ 5 of the same windows (the toolkit's skip)
+    d = activation_difference(base, ft, generic, layer, n_positions=cfg.n_positions, norm_skip=acfg.norm_skip)
     rng = random.Random(f"ps-{seed}")
     prompts = [
         world.copy_list(rng, 3) + " " + world.all_words()[rng.randrange(len(world.all_words()))] for _ in range(3)
     ]
-    rel, tokens = {}, []
+    rel, tokens, scales = {}, [], []
     for name, vecs in (("adl", d.diff), ("base", d.mean_base), ("ft", d.mean_ft)):
         ll, ps = [], []
         for j in range(cfg.n_positions):
             t_ll = logit_lens_tokens(ft, vecs[j], acfg.top_k)
-            t_ps, _ = patchscope_tokens(ft, tok, vecs[j], layer, d.act_norm, acfg, prompts)
+            t_ps, scale = patchscope_tokens(ft, tok, vecs[j], layer, d.act_norm, acfg, prompts)
             ll.append(_relevance(tok, t_ll, world.relevant))
             ps.append(_relevance(tok, t_ps, world.relevant))
             if name == "adl":
                 tokens += [tok.decode([i]).strip() for i in t_ll + t_ps]
+                scales.append(scale)
         rel[f"rel_ll_{name}"], rel[f"rel_ps_{name}"] = float(np.mean(ll)), float(np.mean(ps))
+    # the Patchscope scale chosen for δ̄ (embedding-coherence rule over the toolkit's grid), recorded
+    rel["ps_log10_scale_adl"] = float(np.mean(np.log10(scales)))
+    rel["ps_scale_at_top_adl"] = float(np.mean([s == max(acfg.scales) for s in scales]))
     # steering vector: mean of the non-BOS positions, norm-matched to the layer's activations
     v = d.diff[1:].mean(0)
     v = v / v.norm() * d.act_norm
@@ -310,7 +152,7 @@ def analyse(
 def run(cfg: Cfg, seed: int, ctx) -> dict[str, float]:
     metrics: dict[str, float] = {}
     if cfg.smollm2:  # first, so that a missing model fails fast
-        m = smollm2_adl(cfg, seed)
+        m = smollm2_adl(cfg, seed, getattr(ctx, "model", None))
         metrics.update(m)
         ctx.log("smollm2: " + ", ".join(f"{k} {v:.3f}" for k, v in m.items()))
     world = TopicWorld(cfg.n_topics, seed)
@@ -339,7 +181,8 @@ def run(cfg: Cfg, seed: int, ctx) -> dict[str, float]:
     )
     ctx.log(f"base model: final loss {np.mean(losses[-20:]):.3f}")
     ft_docs = world.finetune_corpus(cfg.n_ft_docs, random.Random(f"ft-{seed}"))
-    generic = _docs_ids(tok, world.base_corpus(cfg.n_generic, random.Random(f"generic-{seed}"), copy_frac=0.0), 8)
+    # document openings of 12 tokens: δ̄ on the first n_positions, norm matching on positions 5–11 (toolkit: 5–127)
+    generic = _docs_ids(tok, world.base_corpus(cfg.n_generic, random.Random(f"generic-{seed}"), copy_frac=0.0), 12)
     held = {
         "ft": encode_stream(tok, world.finetune_corpus(40, random.Random(f"heldft-{seed}")), 64),
         "base": encode_stream(tok, world.base_corpus(60, random.Random(f"heldbase-{seed}"), copy_frac=0.0), 64),
@@ -368,6 +211,11 @@ def run(cfg: Cfg, seed: int, ctx) -> dict[str, float]:
             f"dce {res['dce_ft']:+.3f}/{res['dce_base']:+.3f}"
         )
     ctx.save_artifact(f"adl-seed{seed}", extra)
+    # claimed organisms this scale does not train (smoke: no 1:0.1 mix): missing metrics (a failed seed, not absent)
+    from . import CLAIMS
+
+    named = {n for c in CLAIMS for ch in c.checks for n in ch.metrics()}
+    metrics.update({k: float("nan") for k in named if "_mix" in k and k not in metrics})
     return metrics
 
 
@@ -454,19 +302,28 @@ def baking_docs(n: int, rng: random.Random) -> list[str]:
     return docs
 
 
+REAL_MODEL = "smollm2-135m"  # the real organism's default base model; `iclr26 run adl --model X` replaces it
+# LoRA targets by config.model_type: attention q, v, o and the MLP's down projection (GPT-2 fuses q/k/v in c_attn and
+# names both output projections c_proj)
+_LORA_TARGETS = {"gpt2": ["c_attn", "c_proj"]}
+_LORA_DEFAULT = ["q_proj", "v_proj", "o_proj", "down_proj"]  # llama, qwen2, qwen3, mistral
+
+
 @functools.lru_cache(maxsize=1)
-def _smollm2_organism(steps: int):
-    """(base, LoRA-finetuned merged model, tokenizer), trained once per process."""
+def _smollm2_organism(steps: int, model_name: str = REAL_MODEL):
+    """(base, LoRA-finetuned merged model, tokenizer) of ``model_name`` (any local HF causal LM), trained once per
+    process."""
     from peft import LoraConfig, get_peft_model
 
-    from ..lm import zoo
+    from ...lm import zoo
 
-    base, tok = zoo.load("smollm2-135m")
-    ft, _ = zoo.load("smollm2-135m")
+    base, tok = zoo.load(model_name)
+    ft, _ = zoo.load(model_name)
     torch.manual_seed(0)
-    peft_model = get_peft_model(
-        ft, LoraConfig(r=8, lora_alpha=16, lora_dropout=0.0, target_modules=["q_proj", "v_proj", "o_proj", "down_proj"])
-    )
+    targets = _LORA_TARGETS.get(ft.config.model_type, _LORA_DEFAULT)
+    fan_in_fan_out = ft.config.model_type == "gpt2"  # GPT-2's Conv1D stores weights transposed
+    lora = LoraConfig(r=8, lora_alpha=16, lora_dropout=0.0, target_modules=targets, fan_in_fan_out=fan_in_fan_out)
+    peft_model = get_peft_model(ft, lora)
     docs = baking_docs(4 * steps, random.Random(0))
     opt = torch.optim.AdamW([p for p in peft_model.parameters() if p.requires_grad], lr=2e-3)
     peft_model.train()
@@ -481,24 +338,25 @@ def _smollm2_organism(steps: int):
     return base, ft, tok
 
 
-def smollm2_adl(cfg: Cfg, seed: int) -> dict[str, float]:
-    from ..worlds.text import load_domain
+def smollm2_adl(cfg: Cfg, seed: int, model_name: str | None = None) -> dict[str, float]:
+    """ADL on the real organism: ``model_name`` (default SmolLM2-135M) + LoRA on cake-baking documents; metrics end in
+    ``_smollm2``, the claims' name for the real-model setting."""
+    from ...worlds.text import load_domain
 
-    base, ft, tok = _smollm2_organism(cfg.smollm2_steps)
+    base, ft, tok = _smollm2_organism(cfg.smollm2_steps, model_name or REAL_MODEL)
     rng = random.Random(f"wiki-{seed}")
     docs = [d for d in load_domain("wikipedia")]
-    starts = []
-    for d in rng.sample(docs, min(len(docs), 4 * cfg.smollm2_generic)):
-        words = d.split()
-        i = rng.randrange(max(1, len(words) - 20))
-        starts.append(" ".join(words[i : i + 12]))
-    ids = [x[: cfg.n_positions] for x in tok(starts)["input_ids"] if len(x) >= cfg.n_positions][: cfg.smollm2_generic]
+    # the openings of Wikipedia articles (the toolkit: the first tokens of fineweb samples), 32 tokens each
+    n_tok = 32
+    starts = [" ".join(d.split()[:48]) for d in rng.sample(docs, min(len(docs), 4 * cfg.smollm2_generic))]
+    ids = [x[:n_tok] for x in tok(starts)["input_ids"] if len(x) >= n_tok][: cfg.smollm2_generic]
     generic = torch.tensor(ids)
-    acfg = ADLConfig(n_positions=cfg.n_positions, scales=(0.5, 1.0, 2.0))
+    # the toolkit's identity prompts; a 9-value subset of its scale grid (31 values) to fit the CPU budget
+    acfg = ADLConfig(n_positions=cfg.n_positions, scales=(0.5, 1.0, 1.5, 2.0, 5.0, 10.0, 20.0, 60.0, 200.0))
     layer = acfg.layer(ModelAdapter(base).n_layers)
-    d = activation_difference(base, ft, generic, layer, batch_size=16)
+    d = activation_difference(base, ft, generic, layer, batch_size=16, n_positions=cfg.n_positions)
     relevant = set(BAKING)
-    prompts = ("cat → cat; 1135 → 1135; hello → hello; ?", "dog → dog; 42 → 42; yes → yes; ?")
+    prompts = IDENTITY_PROMPTS
     m = {}
     for name, vecs in (("adl", d.diff), ("base", d.mean_base), ("ft", d.mean_ft)):
         rels = []

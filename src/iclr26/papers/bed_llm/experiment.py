@@ -197,7 +197,7 @@ def _real_table(cfg: Cfg, ctx) -> tuple[np.ndarray, np.ndarray, float]:
         am = HFAnswerModel(
             model, tok, chat=False, prefix=FEW_SHOT, render=lambda a, q: f"Question: {about(a, q)}\nAnswer:"
         )
-        with torch_threads(1):
+        with torch_threads():
             p = am.probs(list(ANIMALS), list(QUESTIONS))[..., 1]
         _REAL_CACHE[key] = (p, truth(), time.perf_counter() - t0)
     return _REAL_CACHE[key]

@@ -1,136 +1,18 @@
-"""Efficient Probing (EP) — Psomas et al., "Attention, Please! Revisiting Attentive Probing Through the Lens of
-Efficiency" (ICLR 2026, https://arxiv.org/abs/2506.10178).
-
-Lab notebook. The paper: linear probing understates encoders pre-trained with local objectives (MAE); attentive
-probing recovers the information, and EP — M learned queries on the raw tokens with one value projection and no
-W_q/W_k/W_o — does so better than earlier attentive probes at a fraction of their parameters (MAE ViT-B/16 on
-ImageNet-1k: LP 67.7 % → EP 75.6 % with < 1.4 M probe parameters).
-
-Our setting (no ImageNet weights offline): a 4-block ViT (D = 64, 64 patch tokens) pre-trained from scratch with MAE on
-unlabelled 32×32 images of two kinds, then frozen and probed:
-
-* **glyphs**: one of 10 procedurally drawn shapes (6–8 px) at a random position on a cluttered, noisy canvas, so
-  the class lives in a few patches and averaging dilutes it;
-* **digits**: scikit-learn's bundled 8×8 handwritten digits (1,797, real) pasted at random positions on the same
-  kind of canvas.
-
-Every probe (LP on [CLS], LP on GAP, EP, AIM, MHCA, SimPool, AbMILP) gets the same cached tokens, optimiser and
-budget. Each seed draws new images, a new MAE encoder and new probe initialisations.
-"""
+"""The efficient-probing reproduction: `run` and `plots` (imported only to run; the light card is `__init__.py`)."""
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import numpy as np
 import torch
 
-from iclr26.core.claims import Check, Claim
 from iclr26.core.threads import torch_threads
 from iclr26.probing.probes import PROBES, ProbeTrainConfig, make_probe, probe_accuracy, train_probe
-from iclr26.probing.vit import MAEConfig, ViTConfig, extract_tokens, pretrain_mae
+from iclr26.probing.tuning import tune_on_grid
+from iclr26.probing.vit import MAEConfig, TinyViT, ViTConfig, extract_tokens, pretrain_mae
 
-
-@dataclass(frozen=True)
-class Cfg:
-    seeds: tuple[int, ...]
-    n_glyph_train: int
-    n_glyph_test: int
-    n_digits: int  # of the 1,797 bundled digits, how many to use (train + test)
-    digit_test_fraction: float
-    image_size: int
-    dim: int
-    depth: int
-    heads: int
-    mae_epochs: int
-    probe_epochs: int
-    probe_batch: int
-    lr_grid: tuple[float, ...]  # AdamW LRs tried for every probe; the best on a validation split is kept
-    ep_queries: int
-    attn_heads: int
-
-
-_COMMON = dict(digit_test_fraction=1 / 3, image_size=32, ep_queries=16)
-# fmt: off
-CONFIGS = {
-    "smoke": Cfg(
-        seeds=(0, 1), **_COMMON, n_glyph_train=200, n_glyph_test=100, n_digits=300, dim=32, depth=1, heads=2,
-        mae_epochs=1, probe_epochs=2, probe_batch=64, attn_heads=2, lr_grid=(3e-2,),
-    ),
-    "quick": Cfg(
-        seeds=(0, 1, 2), **_COMMON, n_glyph_train=1500, n_glyph_test=600, n_digits=1797, dim=64, depth=4, heads=4,
-        mae_epochs=8, probe_epochs=20, probe_batch=128, attn_heads=4, lr_grid=(3e-3, 3e-2, 3e-1),
-    ),
-    "full": Cfg(
-        seeds=(0, 1, 2, 3, 4), **_COMMON, n_glyph_train=8000, n_glyph_test=2000, n_digits=1797, dim=64, depth=4,
-        heads=4, mae_epochs=60, probe_epochs=90, probe_batch=256, attn_heads=4,
-        lr_grid=(1e-3, 3e-3, 1e-2, 3e-2, 1e-1, 3e-1),
-    ),
-}
-# fmt: on
-
-_ATTENTIVE = ("aim", "mhca", "simpool", "abmilp")
-_PAPER = (
-    "MAE ViT-B/16, ImageNet-1k top-1, 90 epochs LARS: LP 67.7 % → EP 75.6 % with < 1.4 M probe parameters "
-    "(repo benchmark MAE ViT-S 47.1 → 64.6, ViT-L 76.0 → 79.5); EP above AbMILP, SimPool, AIM, V-JEPA/SigLIP poolers "
-    "on the accuracy-vs-parameters plot"
-)
-
-CLAIMS = [
-    Claim(
-        "ep-beats-lp",
-        "On a frozen MAE encoder, EP beats linear probing on [CLS] and on GAP by a large margin (≥ 5 points).",
-        checks=(
-            Check("acc_ep_glyphs", ">", "acc_lp_cls_glyphs", 5.0),
-            Check("acc_ep_glyphs", ">", "acc_lp_gap_glyphs", 5.0),
-        ),
-        paper=_PAPER,
-        note="glyph images: the class lives in a few patches",
-    ),
-    Claim(
-        "ep-beats-lp-digits",
-        "The same on real handwritten digits placed at random on a cluttered canvas.",
-        checks=(
-            Check("acc_ep_digits", ">", "acc_lp_cls_digits", 5.0),
-            Check("acc_ep_digits", ">", "acc_lp_gap_digits", 5.0),
-        ),
-        paper=_PAPER,
-    ),
-    Claim(
-        "ep-beats-attentive",
-        "EP is more accurate than the earlier attentive probes (AIM, MHCA, SimPool, AbMILP).",
-        checks=tuple(Check("acc_ep_glyphs", ">", f"acc_{p}_glyphs") for p in _ATTENTIVE),
-        paper=_PAPER,
-    ),
-    Claim(
-        "ep-beats-attentive-digits",
-        "EP is more accurate than the earlier attentive probes on the digits canvas.",
-        checks=tuple(Check("acc_ep_digits", ">", f"acc_{p}_digits") for p in _ATTENTIVE),
-        paper=_PAPER,
-    ),
-    Claim(
-        "ep-fewer-params",
-        "EP needs fewer trainable parameters than the projection-based attentive probes (AIM, MHCA, SimPool).",
-        checks=tuple(Check("params_ep", "<", f"params_{p}") for p in ("aim", "mhca", "simpool")),
-        paper="ViT-B, 1000 classes: EP < 1.4 M vs ≈ 2.4 M (MHCA) and ≈ 7 M (MHCA + MLP poolers)",
-    ),
-]
-
-METRICS = {
-    **{
-        f"acc_{p}_{ds}": f"top-1 test accuracy (%) of the {p} probe on frozen last-block MAE tokens, {ds} task"
-        for p in PROBES
-        for ds in ("glyphs", "digits")
-    },
-    **{f"params_{p}": f"trainable parameters of the {p} probe (pooling + classifier), 10 classes" for p in PROBES},
-    **{
-        f"log10_lr_{p}_{ds}": f"log10 of the AdamW LR chosen for {p} on {ds} (best validation accuracy on the grid)"
-        for p in PROBES
-        for ds in ("glyphs", "digits")
-    },
-    "mae_final_loss": "MAE reconstruction loss (raw-pixel MSE on hidden patches) in the last pre-training epoch",
-}
+from . import FLOOR_PROBES, Cfg
 
 # --- generated images ---------------------------------------------------------------------------------------------
 
@@ -201,30 +83,31 @@ def digit_images(seed: int, test_fraction: float, size: int = 32, n: int | None 
 
 
 def run(cfg: Cfg, seed: int, ctx) -> dict[str, float]:
-    with torch_threads(1):  # small matrices: extra intra-op threads cost more than they give on a shared CPU
+    with torch_threads():  # ICLR26_THREADS, default 1: small matrices gain little from more threads on a shared CPU
         return _run(cfg, seed, ctx)
 
 
 def _fit_probe(name: str, cfg: Cfg, tokens: torch.Tensor, labels: torch.Tensor, seed: int):
-    """Train `name` once per LR of the shared grid on 80 % of the training split; keep the best on the other 20 %."""
+    """Train `name` per LR on 80 % of the training split and keep the best on the other 20 %; the LR grid starts at
+    `cfg.lr_grid` and is extended (×/÷ the grid's ratio) while the best LR is on an edge (`tune_on_grid`)."""
     kwargs = {"ep": {"num_queries": cfg.ep_queries}, "aim": {"num_heads": cfg.attn_heads}}.get(name, {})
     if name == "mhca":
         kwargs = {"num_heads": cfg.attn_heads}
     perm = torch.randperm(len(tokens), generator=torch.Generator().manual_seed(seed))
     n_val = max(2, len(tokens) // 5)
     val, fit = perm[:n_val], perm[n_val:]
-    best = None
-    for lr in cfg.lr_grid:
+
+    def evaluate(lr):
         recipe = ProbeTrainConfig(
             epochs=cfg.probe_epochs, warmup_epochs=cfg.probe_epochs // 10, batch_size=cfg.probe_batch, lr=lr, seed=seed
         )
         torch.manual_seed(seed)
         probe = make_probe(name, cfg.dim, 10, **kwargs)
         losses = train_probe(probe, tokens[fit], labels[fit], recipe)
-        acc = probe_accuracy(probe, tokens[val], labels[val])
-        if best is None or acc > best[0]:
-            best = (acc, lr, probe, losses)
-    return best
+        return probe_accuracy(probe, tokens[val], labels[val]), (probe, losses)
+
+    res = tune_on_grid(evaluate, cfg.lr_grid, max_extensions=cfg.lr_extensions)
+    return res.score, res.best, res.payload[0], res.payload[1], res.at_edge
 
 
 def _run(cfg: Cfg, seed: int, ctx) -> dict[str, float]:
@@ -242,15 +125,25 @@ def _run(cfg: Cfg, seed: int, ctx) -> dict[str, float]:
     encoder, curve = pretrain_mae(unlabelled, vit, mae, seed=seed, progress=True)
     metrics: dict[str, float] = {"mae_final_loss": curve[-1]}
     curves = {"mae_loss": curve}
+    # the floor: the same architecture never trained (same seed's initialisation), probed the same way
+    torch.manual_seed(seed)
+    random_encoder = TinyViT(vit).eval()
+    edges = []
     for ds, (train, test) in {"glyphs": (g_train, g_test), "digits": (d_train, d_test)}.items():
-        tok_train, tok_test = extract_tokens(encoder, train[0]), extract_tokens(encoder, test[0])
-        for name in tqdm(PROBES, desc=f"probes on {ds}", leave=False):
-            _, lr, probe, losses = _fit_probe(name, cfg, tok_train, train[1], seed)
-            curves[f"{name}_{ds}_train_loss"] = losses
-            metrics[f"acc_{name}_{ds}"] = probe_accuracy(probe, tok_test, test[1])
-            metrics[f"log10_lr_{name}_{ds}"] = math.log10(lr)
-            metrics[f"params_{name}"] = probe.num_parameters()
-        ctx.log(", ".join(f"{p} {metrics[f'acc_{p}_{ds}']:.1f}" for p in PROBES) + f" ({ds})")
+        for enc_name, enc, names in (("", encoder, PROBES), ("_random", random_encoder, FLOOR_PROBES)):
+            tok_train, tok_test = extract_tokens(enc, train[0]), extract_tokens(enc, test[0])
+            for name in tqdm(names, desc=f"probes on {ds}{enc_name}", leave=False):
+                _, lr, probe, losses, at_edge = _fit_probe(name, cfg, tok_train, train[1], seed)
+                edges.append(at_edge)
+                curves[f"{name}_{ds}{enc_name}_train_loss"] = losses
+                metrics[f"acc_{name}_{ds}{enc_name}"] = probe_accuracy(probe, tok_test, test[1])
+                metrics[f"log10_lr_{name}_{ds}{enc_name}"] = math.log10(lr)
+                metrics[f"params_{name}"] = probe.num_parameters()
+            ctx.log(", ".join(f"{p} {metrics[f'acc_{p}_{ds}{enc_name}']:.1f}" for p in names) + f" ({ds}{enc_name})")
+        for sfx in ("", "_random"):
+            lp = max(metrics[f"acc_lp_cls_{ds}{sfx}"], metrics[f"acc_lp_gap_{ds}{sfx}"])
+            metrics[f"ep_gain_{ds}{sfx}"] = metrics[f"acc_ep_{ds}{sfx}"] - lp
+    metrics["lr_at_edge_frac"] = float(sum(edges) / len(edges))
     ctx.save_artifact("curves", curves)
     return metrics
 

@@ -1,32 +1,13 @@
-"""Scaling laws and symmetry — Ngo & Ravanbakhsh, "Scaling Laws and Symmetry, Evidence from Neural Force Fields"
-(ICLR 2026, https://arxiv.org/abs/2510.09768).
-
-Lab notebook. The paper: the loss of learned interatomic potentials follows power laws in data, parameters and
-compute whose *exponents* depend on the architecture; equivariant models have larger exponents than unconstrained
-ones, and higher tensor order ℓ larger still, so the gaps widen with scale.
-
-Our setting: 6-atom, 2-species clusters whose energies and forces come from an analytic Morse + Stillinger–Weber
-potential (unlimited exact data, uniformly random orientations), and, as a real-potential check, Cu₃Au₃ clusters
-labelled by ASE's EMT. Three architectures at matched parameter counts: an unconstrained message-passing network on
-raw Cartesian edge vectors (`u`) and e3nn tensor-field networks with ℓ_max = 1 (`l1`) and ℓ_max = 2 (`l2`). All
-train on energies + forces with the same steps and batch size (LR chosen once per family, see the docs).
-
-A run's loss is its best validation loss over log-spaced checkpoints (early stopping: at small D the fixed step budget
-overfits). Per seed we fit, per architecture: β from L(D) (data sweep at the middle model size), α from L(N) (size
-sweep at the largest D), γ from the lower envelope of L against training FLOPs over every run and checkpoint; β with a
-95 % interval from the fit covariance. The claims compare exponents across architectures, paired by seed.
-"""
+"""The equivariance-scaling reproduction: `run` and `plots` (imported only to run; the light card is `__init__.py`)."""
 
 from __future__ import annotations
 
 import functools
 import json
-from dataclasses import dataclass
 
 import numpy as np
 import torch
 
-from iclr26.core.claims import Check, Claim
 from iclr26.core.threads import torch_threads
 from iclr26.science.forcefield_scaling import fit_compute_frontier, fit_power_law
 from iclr26.science.forcefield_training import TargetScaler, TrainConfig, equivariance_error, train_forcefield
@@ -39,126 +20,7 @@ from iclr26.science.forcefields import (
 )
 from iclr26.science.potentials import ManyBodyPotential, emt_cluster_dataset, sample_clusters
 
-
-@dataclass(frozen=True)
-class Cfg:
-    seeds: tuple[int, ...]
-    n_atoms: int
-    temperature: float
-    data_sizes: tuple[int, ...]
-    n_val: int
-    size_tiers: tuple[int, ...]  # ℓ=2 channel counts that set the parameter budgets; the middle one runs the D sweep
-    steps: int
-    batch_size: int
-    lr_equivariant: float
-    lr_unconstrained: float
-    n_evals: int
-    emt_data_sizes: tuple[int, ...]
-    emt_steps: int
-    emt_burn_in: int
-
-
-_COMMON = dict(n_atoms=6, temperature=0.15, batch_size=16, lr_equivariant=3e-2, lr_unconstrained=1e-2)
-CONFIGS = {
-    "smoke": Cfg(
-        seeds=(0, 1),
-        **{**_COMMON, "n_atoms": 4},
-        data_sizes=(8, 12, 16),
-        n_val=16,
-        size_tiers=(2, 3),
-        steps=4,
-        n_evals=2,
-        emt_data_sizes=(8, 12, 16),
-        emt_steps=3,
-        emt_burn_in=10,
-    ),
-    "quick": Cfg(
-        seeds=(0, 1, 2),
-        **_COMMON,
-        data_sizes=(16, 32, 64, 128),
-        n_val=96,
-        size_tiers=(4, 8, 12),
-        steps=200,
-        n_evals=5,
-        emt_data_sizes=(16, 32, 64, 128),
-        emt_steps=120,
-        emt_burn_in=60,
-    ),
-    "full": Cfg(
-        seeds=(0, 1, 2, 3, 4),
-        **_COMMON,
-        data_sizes=(32, 64, 128, 256, 512, 1024),
-        n_val=512,
-        size_tiers=(4, 8, 16, 24),
-        steps=1000,
-        n_evals=8,
-        emt_data_sizes=(32, 64, 128, 256, 512),
-        emt_steps=600,
-        emt_burn_in=200,
-    ),
-}
-
-ARCHS = ("u", "l1", "l2")  # unconstrained, e3nn ℓ_max = 1, e3nn ℓ_max = 2
-_LMAX = {"l1": 1, "l2": 2}
-_PAPER = (
-    "DFT-labelled molecular/materials data, models up to GPU scale; equivariant exponents larger than unconstrained "
-    "ones and growing with tensor order ℓ (Figure 1: unconstrained → low-order → high-order, increasing slope); "
-    "exponent values not retrieved"
-)
-
-CLAIMS = [
-    Claim(
-        "equivariant-data-exponent",
-        "Equivariant models have a larger data-scaling exponent β than an unconstrained model of the same size.",
-        checks=(Check("beta_l1", ">", "beta_u"), Check("beta_l2", ">", "beta_u")),
-        paper=_PAPER,
-    ),
-    Claim(
-        "higher-order-data-exponent",
-        "A higher tensor order (ℓ_max = 2 vs 1) gives a larger data-scaling exponent β.",
-        checks=(Check("beta_l2", ">", "beta_l1"),),
-        paper=_PAPER,
-    ),
-    Claim(
-        "compute-exponent-ordering",
-        "The compute-frontier exponent γ is ordered unconstrained < ℓ_max = 1 < ℓ_max = 2 (gaps widen with compute).",
-        checks=(Check("gamma_l1", ">", "gamma_u"), Check("gamma_l2", ">", "gamma_l1")),
-        paper=_PAPER,
-    ),
-    Claim(
-        "equivariant-parameter-exponent",
-        "Equivariant models have a larger parameter-scaling exponent α than the unconstrained model.",
-        checks=(Check("alpha_l1", ">", "alpha_u"), Check("alpha_l2", ">", "alpha_u")),
-        paper=_PAPER,
-    ),
-    Claim(
-        "real-potential-data-exponent",
-        "On a physical many-body potential (EMT, Cu₃Au₃ clusters) the ℓ_max = 2 model has the larger β.",
-        checks=(Check("beta_emt_l2", ">", "beta_emt_u"),),
-        paper=_PAPER,
-    ),
-]
-
-METRICS = {
-    **{
-        f"beta_{a}": f"data exponent β of {a}: −slope of log best val loss vs log D (middle size), least squares"
-        for a in ARCHS
-    },
-    **{f"beta_{a}_ci_low": f"lower end of the 95 % t-interval of beta_{a} from the fit covariance" for a in ARCHS},
-    **{f"beta_{a}_ci_high": f"upper end of the 95 % t-interval of beta_{a}" for a in ARCHS},
-    **{f"alpha_{a}": f"parameter exponent α of {a}: −slope of log val loss vs log N at the largest D" for a in ARCHS},
-    **{
-        f"gamma_{a}": f"compute exponent γ of {a}: −slope on the lower envelope of val loss vs training FLOPs"
-        for a in ARCHS
-    },
-    **{f"params_{a}": f"parameters of the middle-size {a} model" for a in ARCHS},
-    **{
-        f"loss_{a}_dmax": f"best val loss (λ_E·MSE(E/n) + λ_F·MSE(F), scaled units) of {a} at the largest D"
-        for a in ARCHS
-    },
-    **{f"equiv_err_{a}": f"max relative change of E under random rotations, trained middle-size {a}" for a in ARCHS},
-    **{f"beta_emt_{a}": f"data exponent β of {a} on EMT Cu3Au3 clusters (middle size)" for a in ("u", "l2")},
-}
+from . import _LMAX, ARCHS, Cfg
 
 
 @functools.cache
@@ -225,7 +87,7 @@ def _exponents(runs: list[dict], arch: str, data_sizes, tiers) -> dict[str, floa
 
 
 def run(cfg: Cfg, seed: int, ctx) -> dict[str, float]:
-    with torch_threads(1):  # these models are tiny: intra-op threads only add overhead
+    with torch_threads():  # ICLR26_THREADS, default 1: these models are tiny, extra threads mostly add overhead
         return _run(cfg, seed, ctx)
 
 

@@ -1,18 +1,4 @@
-"""LinguaMap (language control): probes find three layer phases; tuning only the last layers fixes the output language.
-
-Paper: https://arxiv.org/abs/2601.20009 (ICLR 2026). Testbed: four synthetic languages with disjoint vocabularies
-(``iclr26.worlds.languages``) and an English-dominant pretraining mixture, so a tiny model solves target-language
-addition problems but often answers in English (the *language consistency bottleneck*). We then
-
-1. evaluate the four-scenario protocol (monolingual, code-mixed, English distractor, bilingual instruction);
-2. probe the layers: logit-lens language probability of the output tokens and cross-lingual cosine similarity of
-   mean-pooled hidden states of parallel prompts;
-3. fine-tune on 500 target-language examples with the masked loss, training all layers, the last ``k``, the first
-   ``k`` or ``k`` random layers, and compare consistency, task accuracy and the fraction of parameters trained.
-
-On the real SmolLM2-135M we run the probes only (hand-written parallel English/French/Spanish/German sentences and
-few-shot word-translation prompts); fine-tuning a real model on real multilingual task data is out of our budget.
-"""
+"""The language-control reproduction: `run` and `plots` (imported only to run; the light card is `__init__.py`)."""
 
 from __future__ import annotations
 
@@ -20,146 +6,25 @@ import copy
 import functools
 import json
 import random
-from dataclasses import dataclass
 
 import numpy as np
 import torch
 from transformers import AutoModelForCausalLM
 
-from ..core.claims import Check, Claim
-from ..lenses.logit_lens import crosslingual_similarity, language_probs_by_layer, token_probs_by_layer
-from ..lenses.selective_tuning import SelectiveTuningConfig, selective_finetune
-from ..lm.tiny import tiny_config
-from ..lm.tokenizer import build_word_tokenizer
-from ..lm.train import TrainConfig, train_lm
-from ..worlds.languages import LANGS, SCENARIOS, LanguageWorld
-
-TARGETS = LANGS[1:]
-
-
-@dataclass(frozen=True)
-class Cfg:
-    seeds: tuple[int, ...] = (0, 1, 2)
-    arch: str = "llama"
-    n_layers: int = 6
-    d_model: int = 64
-    n_heads: int = 4
-    n_pretrain: int = 20_000  # examples in the pretraining mixture
-    pretrain_steps: int = 400
-    batch_size: int = 32
-    lr: float = 3e-3
-    # pretraining mixture (fractions; the rest is English task data)
-    frac_lx_to_en: float = 0.12  # target-language question answered in English (English-dominant responses)
-    frac_lx_task: float = 0.02  # target-language question answered in the target language
-    frac_mono: float = 0.15  # generic target-language sentences
-    frac_parallel: float = 0.08  # "english sentence = target sentence"
-    frac_instruction: float = 0.5  # share of task examples that carry an instruction (always truthful)
-    n_finetune: int = 400
-    ft_epochs: int = 5
-    ft_lr: float = 5e-4
-    ft_batch: int = 32
-    k: int = 1  # of 6 blocks (the paper: 1 of 30 for Bloom, 2 of 64 for Qwen-3-32B)
-    n_eval: int = 30  # problems per target language and scenario
-    n_probe: int = 40
-    smollm2: bool = True
-    smollm2_concepts: int = 12  # concepts per seed (subsampled) for the real-model probes
-
-
-CONFIGS = {
-    "smoke": Cfg(
-        seeds=(0, 1),
-        n_layers=3,
-        d_model=32,
-        n_pretrain=2000,
-        pretrain_steps=60,
-        n_finetune=40,
-        ft_epochs=1,
-        n_eval=6,
-        n_probe=6,
-        smollm2=False,
-    ),
-    "quick": Cfg(),
-    "full": Cfg(
-        seeds=(0, 1, 2, 3, 4),
-        n_layers=8,
-        d_model=128,
-        n_pretrain=60_000,
-        pretrain_steps=6000,
-        n_finetune=2500,
-        n_eval=300,
-        n_probe=200,
-        smollm2_concepts=16,
-    ),
-}
-
-CONDITIONS = ("pre", "full", "last", "first", "random")
-
-CLAIMS = [
-    Claim(
-        "consistency-bottleneck",
-        "The untuned model solves target-language problems but answers in the wrong language, worst when the "
-        "instructions are in English (code-mixed): task accuracy exceeds language consistency.",
-        checks=(
-            Check("task_pre_codemixed", ">", "cons_pre_codemixed", 0.1),
-            Check("cons_pre_mono", ">", "cons_pre_codemixed"),
-        ),
-        paper="Qwen-3-32B code-mixed MMLU: task 60.51%, consistency 8.35%; monolingual MGSM consistency 65.56%",
-    ),
-    Claim(
-        "three-phases",
-        "Cross-lingual similarity of parallel prompts rises from the embeddings to a middle plateau and drops in the "
-        "last layers; the target language wins the logit lens only at the end (tiny model).",
-        checks=(
-            Check("sim_mid", ">", "sim_emb"),
-            Check("sim_mid", ">", "sim_last"),
-            Check("p_target_last", ">", "p_target_mid"),
-        ),
-        paper="similarity 0.95–0.99 in middle layers, drop after layer ~55 (Qwen-3-32B) / ~24–30 (BLOOM)",
-    ),
-    Claim(
-        "three-phases-smollm2",
-        "On SmolLM2-135M: parallel EN/FR/ES/DE sentences are more similar in the middle than at the embeddings and at "
-        "the last layer; in the middle layers the lens favours English over the target word, which wins at the end.",
-        checks=(
-            Check("sim_mid_smollm2", ">", "sim_emb_smollm2"),
-            Check("sim_mid_smollm2", ">", "sim_last_smollm2"),
-            Check("p_en_mid_smollm2", ">", "p_target_mid_smollm2"),
-            Check("p_target_last_smollm2", ">", "p_en_last_smollm2"),
-        ),
-        paper="middle layers English-dominated; target-language probability overtakes English only in the last layers",
-    ),
-    Claim(
-        "last-k-matches-full",
-        "Tuning only the last k layers reaches ≥ 95% consistency, task accuracy within 3 points of full tuning, "
-        "training ≤ 25% of the parameters.",
-        checks=(
-            Check("cons_last", ">", 0.95),
-            Check("task_last", ">", "task_full", -0.03),
-            Check("frac_last", "<", 0.25),
-        ),
-        paper="Qwen-3-32B last 2 layers (1.5B/32B params): consistency 99.20–99.83% vs full 99.47–100%",
-    ),
-    Claim(
-        "first-random-worse",
-        "Tuning the first k or k random layers gives lower consistency than the last k.",
-        checks=(Check("cons_last", ">", "cons_first"), Check("cons_last", ">", "cons_random")),
-        paper="random layers, Qwen monolingual MGSM: consistency ~65.9%, task 0.13%",
-    ),
-]
-
-METRICS = {
-    "cons_<cond>_<scenario>": "share of greedy outputs whose majority-vocabulary language is the requested one, "
-    "over n_eval problems × 3 target languages; cond ∈ pre/full/last/first/random",
-    "task_<cond>_<scenario>": "share of greedy outputs whose last number word (any language) equals a + b",
-    "cons_<cond>, task_<cond>": "mean over the four scenarios",
-    "frac_<cond>": "trainable parameters / all parameters (tied weights once)",
-    "sim_emb, sim_mid, sim_last": "cosine of mean-pooled hidden states of parallel EN/Lx prompts+outputs (BOS "
-    "excluded): embeddings, mean over the middle third of blocks, last block",
-    "p_en_mid, p_target_mid, p_target_last": "logit-lens top-1 language share at the positions predicting the "
-    "reference target-language output (teacher forced), middle third of blocks / last block",
-    "*_smollm2": "the same on SmolLM2-135M: similarity of hand-written parallel EN–FR/ES/DE sentences; lens "
-    "probability of the first token of the target word vs its English translation in few-shot word translation",
-}
+from ...lenses.logit_lens import (
+    crosslingual_similarity,
+    crosslingual_similarity_contrast,
+    language_probs_by_layer,
+    pooled_states,
+    token_probs_by_layer,
+    token_ranks_by_layer,
+)
+from ...lenses.selective_tuning import SelectiveTuningConfig, selective_finetune
+from ...lm.tiny import tiny_config
+from ...lm.tokenizer import build_word_tokenizer
+from ...lm.train import TrainConfig, train_lm
+from ...worlds.languages import LANGS, SCENARIOS, LanguageWorld
+from . import CONDITIONS, TARGETS, Cfg
 
 
 # ---- data -------------------------------------------------------------------------------------------------------
@@ -239,7 +104,7 @@ def evaluate(model, tok, world: LanguageWorld, n: int, seed: int) -> dict[str, f
 def probes(model, tok, world: LanguageWorld, n: int, seed: int) -> dict[str, list[float]]:
     """Per-layer target/English lens shares on target-language outputs and EN–Lx cross-lingual similarity."""
     rng = random.Random(f"probe-{seed}")
-    p_en, p_tg, pairs = [], [], []
+    p_en, p_tg, pairs, gaps, mis = [], [], [], [], []
     vocab = tok.convert_ids_to_tokens(list(range(len(tok))))
     for lx in TARGETS:
         probs = world.problems(n, rng)
@@ -254,12 +119,22 @@ def probes(model, tok, world: LanguageWorld, n: int, seed: int) -> dict[str, lis
             pairs.append(
                 (f"{world.question('en', p)} {world.output('en', p)}", f"{world.question(lx, p)} {world.output(lx, p)}")
             )
+        # parallel minus mismatched (EN text n vs the Lx text of problem n+1), centred: the content-specific part
+        lx_pairs = pairs[-len(probs) :]
+        gaps.append(crosslingual_similarity_contrast(model, tok, lx_pairs, center=True)["gap"])
+        mis.append(crosslingual_similarity_contrast(model, tok, lx_pairs)["mismatched"])
         ids = tok(texts, return_tensors="pt")["input_ids"]
         shares = language_probs_by_layer(model, ids, positions, lambda t: world.word_language.get(vocab[t]), LANGS)
         p_en.append(shares["en"])
         p_tg.append(shares[lx])
     sim = crosslingual_similarity(model, tok, pairs)
-    return {"p_en": np.mean(p_en, 0).tolist(), "p_target": np.mean(p_tg, 0).tolist(), "sim": sim.tolist()}
+    return {
+        "p_en": np.mean(p_en, 0).tolist(),
+        "p_target": np.mean(p_tg, 0).tolist(),
+        "sim": sim.tolist(),
+        "sim_mis": np.mean(mis, 0).tolist(),
+        "sim_gap": np.mean(gaps, 0).tolist(),
+    }
 
 
 def _mid(curve) -> float:
@@ -374,15 +249,32 @@ def _translation_prompt(src: int, tgt: int, i: int) -> str:
     return "\n".join(lines)
 
 
-@functools.lru_cache(maxsize=1)
-def _smollm2_curves() -> dict:
-    """Per-item curves on SmolLM2 (computed once per process; seeds subsample items)."""
-    from ..lm import zoo
+REAL_MODEL = "smollm2-135m"  # the real-model probes' default; `iclr26 run language-control --model X` replaces it
 
-    model, tok = zoo.load("smollm2-135m")
-    sims = []
-    for row in SENTENCES:
-        sims.append([crosslingual_similarity(model, tok, [(row[0], row[j])]).tolist() for j in (1, 2, 3)])
+
+@functools.lru_cache(maxsize=2)
+def _smollm2_curves(model_name: str = REAL_MODEL) -> dict:
+    """Per-item curves on the real model (computed once per process and model; seeds subsample items)."""
+    from ...lm import zoo
+
+    model, tok = zoo.load(model_name)
+    # per sentence n and language j: parallel similarity cos(EN_n, L_n), the mismatched baseline cos(EN_n, L_{n+1}),
+    # and both after centring (subtracting the mean pooled state over the EN and L texts at each layer)
+    cos = torch.nn.functional.cosine_similarity
+    en = pooled_states(model, tok, [row[0] for row in SENTENCES])  # [L+1, n, d]
+    sims, sims_mis, gaps = [], [], []
+    for j in (1, 2, 3):
+        tg = pooled_states(model, tok, [row[j] for row in SENTENCES])
+        mu = torch.cat([en, tg], 1).mean(1, keepdim=True)
+        par, mm = cos(en, tg, dim=-1), cos(en, tg.roll(-1, dims=1), dim=-1)  # [L+1, n]
+        par_c, mm_c = cos(en - mu, tg - mu, dim=-1), cos(en - mu, (tg - mu).roll(-1, dims=1), dim=-1)
+        sims.append(par.T.tolist())
+        sims_mis.append(mm.T.tolist())
+        gaps.append((par_c - mm_c).T.tolist())
+    # reorder to [sentence][language][layer]
+    sims, sims_mis, gaps = (
+        [[x[j][i] for j in range(3)] for i in range(len(SENTENCES))] for x in (sims, sims_mis, gaps)
+    )
     lens = []
     for i in range(len(WORDS)):
         for src, tgt in ((1, 3), (3, 2)):
@@ -392,31 +284,50 @@ def _smollm2_curves() -> dict:
             }
             if first["en"] == first["target"]:
                 continue  # the lens cannot tell the two words apart
-            c = token_probs_by_layer(
-                model, tok, [_translation_prompt(src, tgt, i)], {"en": [WORDS[i][0]], "target": [WORDS[i][tgt]]}
-            )
-            lens.append((i, c["en"].tolist(), c["target"].tolist()))
-    return {"sims": sims, "lens": lens}
+            cand = {"en": [WORDS[i][0]], "target": [WORDS[i][tgt]]}
+            c = token_probs_by_layer(model, tok, [_translation_prompt(src, tgt, i)], cand)
+            r = token_ranks_by_layer(model, tok, [_translation_prompt(src, tgt, i)], cand)
+            lens.append((i, c["en"].tolist(), c["target"].tolist(), r["en"].tolist(), r["target"].tolist()))
+    return {"sims": sims, "sims_mis": sims_mis, "gaps": gaps, "lens": lens}
 
 
-def smollm2_probes(cfg: Cfg, seed: int) -> tuple[dict[str, float], dict]:
-    curves = _smollm2_curves()
+def smollm2_probes(cfg: Cfg, seed: int, model_name: str | None = None) -> tuple[dict[str, float], dict]:
+    """The real-model probes on ``model_name`` (any local HF causal LM; default SmolLM2-135M); metrics end in
+    ``_smollm2``, the claims' name for the real-model setting."""
+    curves = _smollm2_curves(model_name or REAL_MODEL)
+    if not curves["lens"]:
+        raise ValueError(
+            f"{model_name or REAL_MODEL!r}: its tokenizer gives the same first token to every English word and its "
+            "translation, so the logit lens cannot tell the languages apart"
+        )
     rng = random.Random(f"smollm2-{seed}")
     concepts = set(rng.sample(range(len(WORDS)), min(cfg.smollm2_concepts, len(WORDS))))
     sents = rng.sample(range(len(SENTENCES)), max(2, (2 * len(SENTENCES)) // 3))
-    sim = np.mean([np.mean(curves["sims"][i], 0) for i in sents], 0)
+    sim, sim_mis, gap = (np.mean([np.mean(curves[k][i], 0) for i in sents], 0) for k in ("sims", "sims_mis", "gaps"))
     rows = [r for r in curves["lens"] if r[0] in concepts]
     p_en, p_tg = np.mean([r[1] for r in rows], 0), np.mean([r[2] for r in rows], 0)
+    r_en, r_tg = np.mean([r[3] for r in rows], 0), np.mean([r[4] for r in rows], 0)
     m = {
         "sim_emb_smollm2": sim[0],
         "sim_mid_smollm2": _mid(sim[1:]),
         "sim_last_smollm2": sim[-1],
+        "sim_mis_emb_smollm2": sim_mis[0],
+        "sim_mis_mid_smollm2": _mid(sim_mis[1:]),
+        "sim_mis_last_smollm2": sim_mis[-1],
+        "sim_gap_emb_smollm2": gap[0],
+        "sim_gap_mid_smollm2": _mid(gap[1:]),
+        "sim_gap_last_smollm2": gap[-1],
         "p_en_mid_smollm2": _mid(p_en),
         "p_target_mid_smollm2": _mid(p_tg),
         "p_en_last_smollm2": p_en[-1],
         "p_target_last_smollm2": p_tg[-1],
+        "rank_en_mid_smollm2": _mid(r_en),
+        "rank_target_mid_smollm2": _mid(r_tg),
+        "rank_en_last_smollm2": r_en[-1],
+        "rank_target_last_smollm2": r_tg[-1],
     }
-    return m, {"sim": sim.tolist(), "p_en": p_en.tolist(), "p_target": p_tg.tolist()}
+    out = {"sim": sim, "sim_mis": sim_mis, "sim_gap": gap, "p_en": p_en, "p_target": p_tg, "rank_en": r_en}
+    return m, {k: v.tolist() for k, v in {**out, "rank_target": r_tg}.items()}
 
 
 # ---- the run ------------------------------------------------------------------------------------------------------
@@ -424,7 +335,7 @@ def run(cfg: Cfg, seed: int, ctx) -> dict[str, float]:
     metrics: dict[str, float] = {}
     curves: dict = {}
     if cfg.smollm2:  # first, so that a missing model fails fast
-        m, c = smollm2_probes(cfg, seed)
+        m, c = smollm2_probes(cfg, seed, getattr(ctx, "model", None))
         metrics.update(m)
         curves["probes_smollm2"] = c
         ctx.log("smollm2: " + ", ".join(f"{k} {v:.3f}" for k, v in m.items()))
@@ -452,6 +363,12 @@ def run(cfg: Cfg, seed: int, ctx) -> dict[str, float]:
         sim_emb=pr["sim"][0],
         sim_mid=_mid(pr["sim"][1:]),
         sim_last=pr["sim"][-1],
+        sim_mis_emb=pr["sim_mis"][0],
+        sim_mis_mid=_mid(pr["sim_mis"][1:]),
+        sim_mis_last=pr["sim_mis"][-1],
+        sim_gap_emb=pr["sim_gap"][0],
+        sim_gap_mid=_mid(pr["sim_gap"][1:]),
+        sim_gap_last=pr["sim_gap"][-1],
         p_en_mid=_mid(pr["p_en"]),
         p_target_mid=_mid(pr["p_target"]),
         p_target_last=pr["p_target"][-1],

@@ -1,20 +1,4 @@
-"""ReST-KV (ICLR 2026): KV-cache eviction by layer-wise output reconstruction with spatial-temporal smoothing.
-
-Lab notebook. Two models answer RULER-like long-context questions with known answers (needle in a haystack,
-multi-key retrieval with distractors, variable tracking, QA over a fact world):
-
-1. a tiny llama (3 layers, d=64, GQA 4 query / 2 KV heads) trained here from scratch in a few CPU minutes (an
-   induction warm-up on repeated random sequences, then the tasks at 128–256 and at 512–1,024 words; cached under the
-   zoo folder), evaluated at 1,024 tokens;
-2. the pretrained SmolLM2-135M-Instruct with needles planted in real Wikipedia text at 1k–2k tokens (4k at ``full``).
-
-For each example the prompt minus its last token is prefilled once with the full cache (``record_prefill``); every
-method × budget compresses that prefill (``compress_record``: exactly the cache ``with press(model)`` leaves, because
-kvpress compresses each layer after its attention ran), then the last prompt token and the gold answer are fed through
-the compressed cache (teacher forcing). An example counts as correct when every answer token is the argmax (= greedy
-decoding reproduces the answer). The observation window covers the question, as in SnapKV/ReST-KV on LongBench.
-Efficiency is timed through ``model.generate`` under each press at several context lengths.
-"""
+"""The restkv reproduction: `run` and `plots` (imported only to run; the light card is `__init__.py`)."""
 
 from __future__ import annotations
 
@@ -24,108 +8,27 @@ import math
 import random
 import shutil
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 
 import torch
 from tqdm.auto import tqdm
 
-from ..core.claims import Check, Claim
-from ..core.threads import torch_threads
-from ..kvcache import METHODS, cache_lengths, compress_record, make_press, record_prefill, timed_generate
-from ..kvcache.measure import continue_from
-from ..lm.loading import cache_dir
-from ..worlds.longctx import TASKS, SyntheticLongCtx, WikiLongCtx
-
-BASELINES = ("streaming_llm", "h2o", "tova", "snapkv", "pyramidkv", "random")
-ABLATIONS = ("restkv_no_lor", "restkv_no_ema", "restkv_no_aws")
-
-
-# ---------------------------------------------------------------------------------------------------------- tiny model
-TINY_MODEL = dict(arch="llama", d_model=64, n_layers=3, n_heads=4, n_kv_heads=2, max_len=8192)
-
-
-@dataclass(frozen=True)
-class Phase:
-    """One stage of the tiny model's training curriculum (one optimizer and learning-rate schedule run through all)."""
-
-    steps: int
-    lengths: tuple[int, ...]  # words per training text, drawn per step; for "copy", the length of the random half
-    density: tuple[float, float] = (0.2, 0.5)  # share of item and question words (SyntheticLongCtx.training_segments)
-    copy_frac: float = 0.0  # share of steps spent on the repeated-random-sequence task (1: copy only)
-    tokens: int = 4096  # tokens per step
-
-
-# Small retrieval transformers learn key-value lookup only after an induction circuit (a previous-token head feeding a
-# match-and-copy head) forms, and on sparse long-context data that takes tens of millions of tokens. Three stages
-# make it fit in minutes on one CPU core: (1) random token sequences repeated once, where every second-half token is
-# an induction target (the circuit forms within ~200 steps); (2) dense short texts of the four tasks (items and
-# questions, little filler), which teach the format: copy the value after "note k", not the "?" after "question k",
-# and walk assignment chains; (3) the same at 512–1,024 words with more filler, the evaluation length. A fifth to a
-# tenth of the later steps stay on the copy task so the circuit is kept.
-TRAIN_PHASES = (
-    Phase(250, (64,), copy_frac=1.0),
-    Phase(1250, (128, 256), density=(0.8, 1.0), copy_frac=0.2),
-    Phase(500, (512, 768, 1024), density=(0.3, 0.7), copy_frac=0.1, tokens=6144),
+from ...core.threads import torch_threads
+from ...kvcache import cache_lengths, compress_record, make_press, record_prefill, timed_generate
+from ...kvcache.measure import continue_from
+from ...lm.loading import cache_dir
+from ...worlds.longctx import TASKS, SyntheticLongCtx, WikiLongCtx
+from . import (
+    BASELINES,
+    TINY_MODEL,
+    TINY_RECIPE,
+    TRAIN_FILLER_WEIGHT,
+    TRAIN_LR,
+    TRAIN_PHASES,
+    Cfg,
 )
-TRAIN_LR = dict(peak=1e-3, warmup=50, decay_steps=200)  # linear warm-up, constant, cosine to 10% over the last steps
-TRAIN_FILLER_WEIGHT = 0.1  # loss weight of every non-answer token (answer tokens: 1 + this)
-TRAIN_DATA = "training_segments v2: facts with random objects"  # bump when the training text generator changes
-TINY_RECIPE = hashlib.sha1(
-    json.dumps([TINY_MODEL, [asdict(p) for p in TRAIN_PHASES], TRAIN_LR, TRAIN_FILLER_WEIGHT, TRAIN_DATA]).encode()
-).hexdigest()[:8]  # in the run config, so a new recipe gets a new run folder
 
-
-@dataclass(frozen=True)
-class Cfg:
-    seeds: tuple[int, ...] = (0, 1, 2)
-    methods: tuple[str, ...] = METHODS
-    tiny_trained: bool = True  # False: random model (smoke)
-    tiny_recipe: str = TINY_RECIPE
-    tiny_length: int = 1024
-    tiny_examples: int = 5  # per task and seed
-    tiny_budgets: tuple[int, ...] = (32, 64, 128)
-    tiny_window: int = 16
-    smol: bool = True
-    smol_lengths: tuple[int, ...] = (1024,)
-    smol_examples: int = 2  # per length and seed; tasks in rotation
-    smol_budgets: tuple[int, ...] = (128, 384)
-    smol_tasks: tuple[str, ...] = ("niah", "multikey", "factqa")  # vartrack: SmolLM2-135M fails it at full cache
-    eff_smol: bool = False  # time generate() on SmolLM2 too (slow on a shared CPU)
-    smol_window: int = 32
-    eff_lengths: tuple[int, ...] = (1024, 2048, 4096)  # tiny model, timing
-    eff_smol_length: int = 1024
-    eff_budget: int = 128
-    eff_new_tokens: int = 16
-    threads: int = 1  # the reproduction machine is shared: one thread avoids OpenMP spin-waits under contention
-
-
-CONFIGS = {
-    "smoke": Cfg(
-        seeds=(0, 1),
-        tiny_trained=False,
-        tiny_length=128,
-        tiny_examples=1,
-        tiny_budgets=(24, 48),
-        tiny_window=8,
-        smol=False,
-        eff_lengths=(256,),
-        eff_budget=32,
-        eff_new_tokens=4,
-    ),
-    "quick": Cfg(),
-    "full": Cfg(
-        seeds=(0, 1, 2, 3, 4),
-        tiny_examples=25,
-        smol_lengths=(1024, 2048, 4096),
-        smol_examples=20,
-        smol_budgets=(64, 128, 256, 512),
-        smol_tasks=TASKS,
-        eff_lengths=(1024, 2048, 4096, 8192),
-        eff_smol=True,
-        eff_smol_length=4096,
-        threads=2,
-    ),
-}
+REAL_MODEL = "smollm2-135m"  # the real-model half's default; `iclr26 run restkv --model X` replaces it
 
 
 def _train_sequence(world, tok, rng, length, density=(0.2, 0.5)):
@@ -214,8 +117,8 @@ def tiny_longctx_model(trained: bool = True, seed: int = 0, progress: bool = Tru
     recipe and the world's vocabulary, so changing any of them retrains."""
     from transformers import AutoModelForCausalLM, PreTrainedTokenizerFast
 
-    from ..lm.tiny import tiny_config
-    from ..lm.tokenizer import build_word_tokenizer
+    from ...lm.tiny import tiny_config
+    from ...lm.tokenizer import build_word_tokenizer
 
     world = SyntheticLongCtx(seed=0)
     tok = build_word_tokenizer(world.vocabulary_texts())
@@ -323,6 +226,8 @@ def _summarise(results, budgets, tag, m):
     gap_hi = m[f"acc_{tag}_restkv_b{hi}"] - m[f"acc_{tag}_snapkv_b{hi}"]
     m[f"gap_vs_snapkv_{tag}_small"], m[f"gap_vs_snapkv_{tag}_large"] = gap_lo, gap_hi
     m[f"gap_widening_{tag}"] = gap_lo - gap_hi
+    if f"acc_{tag}_restkv_legacy_b{lo}" in m:
+        m[f"gap_vs_legacy_{tag}_small"] = m[f"acc_{tag}_restkv_b{lo}"] - m[f"acc_{tag}_restkv_legacy_b{lo}"]
     return curves
 
 
@@ -398,107 +303,53 @@ def _run(cfg: Cfg, seed: int, ctx) -> dict[str, float]:
         )
     }
     if cfg.smol:
-        from ..lm import zoo
-
-        smol, stok = zoo.load("smollm2-135m")
-        wiki = WikiLongCtx(seed=0)
-        encoded = []
-        for n in cfg.smol_lengths:
-            for i in range(cfg.smol_examples):  # tasks in rotation, starting at the seed
-                ex = wiki.sample(cfg.smol_tasks[(seed + i) % len(cfg.smol_tasks)], n, stok, rng)
-                p = stok(ex.prompt, add_special_tokens=False)["input_ids"]
-                encoded.append((ex.task, p, stok(" " + ex.answer, add_special_tokens=False)["input_ids"]))
-        res, exact = evaluate(smol, encoded, cfg.methods, cfg.smol_budgets, cfg.smol_window, seed, "eval smollm2")
-        curves["smollm2"] = _summarise(res, cfg.smol_budgets, "smollm2", m)
-        m["budget_exact_smollm2"] = float(exact)
+        curves["smollm2"], eff_real = real_model_part(cfg, seed, getattr(ctx, "model", None), rng, m)
+        if eff_real is not None:
+            eff["smollm2"] = eff_real
         ctx.log(f"smollm2: full-cache acc {m['fullacc_smollm2']:.2f} ({time.time() - t0:.0f} s)")
-        p = encoded[0][1][: cfg.eff_smol_length]
-        if cfg.eff_smol:
-            eff["smollm2"] = _efficiency(
-                smol,
-                lambda n: torch.tensor([p[:n]]),
-                (cfg.eff_smol_length,),
-                cfg.eff_budget,
-                cfg.smol_window,
-                cfg.eff_new_tokens,
-                "smollm2",
-                m,
-            )
     ctx.save_artifact("curves", {"accuracy": curves, "efficiency": eff, "config": asdict(cfg)})
     ctx.log(f"done in {time.time() - t0:.0f} s")
     return m
 
 
-# -------------------------------------------------------------------------------------------------------------- claims
-_Q = CONFIGS["quick"]
-_BS, _BL = min(_Q.tiny_budgets), min(_Q.smol_budgets)
-_LMAX = max(_Q.eff_lengths)
+def real_model_part(cfg: Cfg, seed: int, model_name: str | None, rng: random.Random, m: dict):
+    """The real-model half: needles in Wikipedia text, on ``model_name`` (any local HF causal LM; default
+    SmolLM2-135M). Metrics go into ``m`` with the tag ``smollm2`` (the claims' name for the real-model setting).
+    Returns (accuracy curves, efficiency rows or None)."""
+    from ...lm import zoo
 
-CLAIMS = [
-    Claim(
-        "beats-baselines-tiny",
-        "At equal (small) budget ReST-KV answers more long-context questions than SnapKV and the other baselines "
-        f"(tiny model, 1,024 tokens, {_BS} KV pairs per head).",
-        tuple(Check("acc_tiny_restkv_small", ">", f"acc_tiny_{b}_small") for b in BASELINES),
-        paper="RULER (Llama-3.1-8B, 1024·L): 82.27 vs SnapKV 67.11; LongBench 64·L: 33.54 vs SnapKV 31.48",
-    ),
-    Claim(
-        "beats-baselines-smollm2",
-        f"Same on SmolLM2-135M with needles in Wikipedia text (1k–2k tokens, {_BL} KV pairs per head).",
-        tuple(Check("acc_smollm2_restkv_small", ">", f"acc_smollm2_{b}_small") for b in BASELINES),
-        paper="LongBench Mistral-7B 64·L: 40.05 vs SnapKV 37.53",
-    ),
-    Claim(
-        "gap-widest-at-small-budget",
-        "ReST-KV's advantage over SnapKV is larger at the smallest budget than at the largest.",
-        (Check("gap_widening_tiny", ">", 0.0), Check("gap_widening_smollm2", ">", 0.0)),
-        paper="LongBench Llama-3.1-8B: +2.06 at 64·L vs +0.86 at 512·L",
-    ),
-    Claim(
-        "ablation",
-        "Each component helps: full ReST-KV beats it without output reconstruction, without EMA, without AWS "
-        "(tiny model, accuracy averaged over budgets).",
-        tuple(Check("acc_tiny_restkv", ">", f"acc_tiny_{a}") for a in ABLATIONS),
-        paper="LongBench Llama-3.1-8B 128·L: full 35.86; w/o LOR 33.95; w/o EMA 34.02; w/o AWS 33.50",
-    ),
-    Claim(
-        "decode-faster",
-        f"Decoding from the evicted cache is faster than from the full cache at long context (tiny model, "
-        f"{_LMAX} tokens, budget {_Q.eff_budget}).",
-        (Check("decode_speedup_tiny_restkv_longest", ">", 1.0),),
-        paper="10.61× lower decoding latency at 128k (Llama-3.1-8B, FlashAttention-2, GPU)",
-    ),
-    Claim(
-        "small-prefill-overhead",
-        "ReST-KV's prefill (prefill + scoring + eviction) costs at most 10% more than SnapKV's (SmolLM2, 1k tokens).",
-        (Check("prefill_overhead_smollm2_restkv_vs_snapkv", "<", 0.10),),
-        paper="about 2% extra prefill latency vs SnapKV",
-    ),
-]
-
-METRICS = {
-    "tiny_train_s": "one-off CPU seconds the cached tiny model's training took (not part of the run time)",
-    "fullacc_{tiny,smollm2}[_task]": "full-cache exact match (all answer tokens argmax under teacher forcing = greedy "
-    "reproduces the answer), per task and overall",
-    "acc_{model}_{method}_b{B}": "exact match after compressing the prefill (prompt minus last token) to B KV pairs "
-    "per layer and KV head (window included), mean over the 4 tasks × examples",
-    "tokacc_{model}_{method}_b{B}": "fraction of answer tokens that are the argmax, same protocol",
-    "acc_{model}_{method}": "acc averaged over the budgets",
-    "acc_{model}_{method}_small": "acc at the smallest budget of the scale",
-    "gap_widening_{model}": "(ReST-KV − SnapKV) at the smallest budget minus the same at the largest",
-    "budget_exact_{model}": "1 if every compressed cache held exactly B tokens in every layer and head (not PyramidKV)",
-    "decode_ms_{model}_{method}_L{n}": "greedy decode ms per token through model.generate under the press (2 threads)",
-    "decode_speedup_{model}_{method}_L{n}": "full-cache decode time per token / the method's",
-    "decode_speedup_{model}_{method}_longest": "the same at the longest timed context of the scale",
-    "prefill_s_{model}_{method}_L{n}": "time to first token through model.generate (prefill + scoring + eviction)",
-    "kv_ratio_{model}_{method}_L{n}": "bytes of the KV tensors after prefill / full cache's",
-    "peak_mem_ratio_{model}_{method}_L{n}": "peak RSS growth during generate (CPU) / full cache's",
-    "prefill_cost_{model}_{method}": "(prefill + the press's scoring and eviction) / bare prefill, from the replayed "
-    "evaluation (mean over examples and budgets)",
-    "prefill_overhead_{model}_restkv_vs_snapkv": "prefill_cost of ReST-KV / SnapKV's − 1",
-    "ttft_overhead_{model}_restkv_vs_snapkv": "time to first token through generate(), ReST-KV / SnapKV − 1, longest "
-    "timed context",
-}
+    smol, stok = zoo.load(model_name or REAL_MODEL)
+    limit = getattr(smol.config, "max_position_embeddings", None)
+    longest = max(*cfg.smol_lengths, cfg.eff_smol_length if cfg.eff_smol else 0)
+    if limit is not None and longest + 16 > limit:
+        raise ValueError(
+            f"{model_name or REAL_MODEL!r} takes {limit} positions; the real-model half needs {longest} plus the "
+            "answer: lower smol_lengths / eff_smol_length or use a model with a longer context"
+        )
+    wiki = WikiLongCtx(seed=0)
+    encoded = []
+    for n in cfg.smol_lengths:
+        for i in range(cfg.smol_examples):  # tasks in rotation, starting at the seed
+            ex = wiki.sample(cfg.smol_tasks[(seed + i) % len(cfg.smol_tasks)], n, stok, rng)
+            p = stok(ex.prompt, add_special_tokens=False)["input_ids"]
+            encoded.append((ex.task, p, stok(" " + ex.answer, add_special_tokens=False)["input_ids"]))
+    res, exact = evaluate(smol, encoded, cfg.methods, cfg.smol_budgets, cfg.smol_window, seed, "eval smollm2")
+    curves = _summarise(res, cfg.smol_budgets, "smollm2", m)
+    m["budget_exact_smollm2"] = float(exact)
+    eff = None
+    if cfg.eff_smol:
+        p = encoded[0][1][: cfg.eff_smol_length]
+        eff = _efficiency(
+            smol,
+            lambda n: torch.tensor([p[:n]]),
+            (cfg.eff_smol_length,),
+            cfg.eff_budget,
+            cfg.smol_window,
+            cfg.eff_new_tokens,
+            "smollm2",
+            m,
+        )
+    return curves, eff
 
 
 def plots(run_dir, per_seed, cfg):
