@@ -248,3 +248,21 @@ def test_baselines_score_by_likelihood_ratio_and_shrink_by_deletion():
     for lm in (ar, mlm):
         short, kept = lm.shrink(wt, 3)
         assert len(short) == 7 and torch.equal(wt[kept], short)
+
+
+def test_smoke_run_of_the_paper():
+    from iclr26.papers import scisor as card
+    from iclr26.papers.scisor import experiment
+
+    class Ctx:
+        def log(self, msg):
+            pass
+
+    cfg = card.Cfg(seeds=(0,), n_families=2, per_family=24, n_val=6, n_wt=1, n_multi=6, n_long=1, shrink_frac=0.1,
+                   d_model=16, n_layers=1, max_steps=4, eval_every=2)  # fmt: skip
+    m = experiment.run(cfg, 0, Ctx())
+    for claim in card.CLAIMS:
+        for name in claim.metrics():
+            assert name in card.METRICS and name in m, name
+    assert set(m) <= set(card.METRICS)
+    assert m["keep_oracle"] == 1.0 and -1.0 <= m["rho_single_scisor"] <= 1.0

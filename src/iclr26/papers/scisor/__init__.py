@@ -1,0 +1,158 @@
+"""Reproduction: SCISOR, *A Diffusion Model to Shrink Proteins While Maintaining Their Function* (Baronet et al.,
+ICLR 2026, https://arxiv.org/abs/2511.07390; code https://github.com/baronet2/SCISOR).
+
+Idea. A discrete diffusion whose forward process only inserts random letters and whose learned reverse only deletes
+them; the denoiser is trained on the exact probability that each letter was the last inserted, marginalised over all
+alignments of the clean sequence inside the noisy one (a prefix/suffix DP). The model then shrinks proteins (delete
+what it believes was inserted) and scores deletion variants.
+
+Protocol (the dossier's testbed; UniRef50, ProteinGym and structure predictors are out of reach). Profile-HMM protein
+families with three planted motifs and indel-prone loops (`iclr26.worlds.protein_families`) give exact ground truth:
+the true effect of a deletion is log p_HMM(mutant) − log p_HMM(wild type) (forward algorithm), and a sequence keeps
+its function when every motif's consensus occurs in order (≤ 1 mismatch). Three tiny transformers of the same trunk
+are trained on the same members, each to early stopping on its own validation loss: SCISOR (deletion diffusion),
+an autoregressive LM (ProGen2's role) and a masked LM (ESM's role). Deletion benchmark: new wild types of the same
+families, all single deletions and random contiguous 2–6-residue deletions; Spearman ρ per wild type, averaged.
+Shrinking: long members (extra loop insertions) shrunk by a fixed fraction by SCISOR, AR-greedy, MLM-greedy, random
+deletion and an oracle that deletes residues the generator truly inserted; motif retention and the true per-residue
+log-likelihood of the results. Controls: an untrained SCISOR (the mechanism without learning) and random deletion.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from iclr26.core.claims import Check, Claim
+
+
+@dataclass(frozen=True)
+class Cfg:
+    seeds: tuple[int, ...] = (0, 1, 2, 3, 4)
+    n_families: int = field(default=3, metadata={"help": "protein families (dossier: 20; ours, for time)"})
+    per_family: int = field(default=200, metadata={"help": "members per family (dossier: 400; ours)"})
+    n_val: int = field(default=20, metadata={"help": "members per family held out for early stopping (ours)"})
+    n_match: int = field(default=39, metadata={"help": "match states per family (dossier: 48; ours, for time)"})
+    n_wt: int = field(default=4, metadata={"help": "new wild types per family for the deletion benchmark (dossier 5)"})
+    n_multi: int = field(default=60, metadata={"help": "random contiguous 2–6 deletions per wild type (dossier 200)"})
+    n_long: int = field(default=5, metadata={"help": "long members per family to shrink (ours)"})
+    shrink_frac: float = field(default=0.25, metadata={"help": "fraction of residues deleted (dossier: 20–30%)"})
+    d_model: int = field(default=64, metadata={"help": "width of every model's trunk (dossier: 128; ours, for time)"})
+    n_layers: int = field(default=2, metadata={"help": "transformer blocks of every model (dossier: 4; ours)"})
+    t_max: float = field(default=0.5, metadata={"help": "SCISOR's largest time, α(t)=1−t (code 0.9, dossier 0.75)"})
+    batch: int = field(default=16, metadata={"help": "training batch (dossier: 32; ours, for time)"})
+    lr: float = field(default=3e-3, metadata={"help": "AdamW learning rate, all models (ours; paper 1e-4 on ESM2)"})
+    max_steps: int = field(default=800, metadata={"help": "step cap; early stopping decides (ours)"})
+    eval_every: int = field(default=100, metadata={"help": "validation interval in steps (ours)"})
+    patience: int = field(default=2, metadata={"help": "evaluations without improvement before stopping (ours)"})
+
+    def __post_init__(self):
+        if not 0.0 < self.shrink_frac < 0.6:
+            raise ValueError(f"Cfg.shrink_frac must be in (0, 0.6); got {self.shrink_frac!r}")
+        if self.n_val >= self.per_family:
+            raise ValueError(f"Cfg.n_val must be < per_family; got {self.n_val} ≥ {self.per_family}")
+        if not 0.0 < self.t_max < 1.0:
+            raise ValueError(f"Cfg.t_max must be in (0, 1); got {self.t_max!r}")
+
+
+CONFIGS = {
+    "smoke": Cfg(
+        seeds=(0, 1),
+        n_families=2,
+        per_family=40,
+        n_val=8,
+        n_wt=1,
+        n_multi=8,
+        n_long=1,
+        d_model=32,
+        n_layers=1,
+        max_steps=20,
+        eval_every=10,
+    ),
+    "quick": Cfg(),
+    "full": Cfg(
+        seeds=tuple(range(10)),
+        n_families=20,
+        per_family=400,
+        n_val=40,
+        n_match=48,
+        n_wt=5,
+        n_multi=200,
+        n_long=10,
+        d_model=128,
+        n_layers=4,
+        t_max=0.75,
+        batch=32,
+        lr=1e-3,
+        max_steps=5000,
+        eval_every=200,
+        patience=4,
+    ),
+}
+VERSION = 1
+EXPECTED_SECONDS = {"smoke": 15, "quick": 480, "full": 20000}
+ACCEPTS_MODEL = False
+MODEL_NOTE = "the models are trained from scratch on synthetic protein families (no pretrained protein LM here)"
+
+PAPER = "ProteinGym deletions (62 assays), 35M-parameter ESM2-initialised SCISOR vs ProGen2, Tranception, PoET, HMM"
+
+CLAIMS = [
+    Claim(
+        "deletion-effects",
+        "SCISOR's deletion scores correlate best with the true deletion effects among the learned models (Spearman, "
+        "single and multiple deletions)",
+        checks=(
+            Check("rho_single_scisor", ">", "rho_single_ar", margin=0.02),
+            Check("rho_single_scisor", ">", "rho_single_mlm", margin=0.02),
+            Check("rho_multi_scisor", ">", "rho_multi_ar", margin=0.02),
+            Check("rho_multi_scisor", ">", "rho_multi_mlm", margin=0.02),
+        ),
+        paper=f"mean Spearman single/multi: SCISOR 0.57/0.52, PoET 0.55/0.49, ProGen2 0.51/0.47 ({PAPER})",
+    ),
+    Claim(
+        "deletion-control",
+        "Control: an untrained SCISOR denoiser does not predict deletion effects; training is what makes it work",
+        checks=(Check("rho_single_scisor", ">", "rho_single_untrained", margin=0.1),),
+        paper="(our control; not in the paper)",
+    ),
+    Claim(
+        "shrink-motifs",
+        "Shrunk by the same number of residues, SCISOR's sequences keep all their motifs more often than AR-greedy, "
+        "MLM-greedy and random deletion",
+        checks=(
+            Check("keep_scisor", ">", "keep_ar", margin=0.02),
+            Check("keep_scisor", ">", "keep_mlm", margin=0.02),
+            Check("keep_scisor", ">", "keep_random", margin=0.02),
+        ),
+        paper="best functional-site retention in most shrink settings (200 UniProt proteins, 1–50% shorter); "
+        "ProGen2 retains more at 50% but with low pLDDT",
+    ),
+    Claim(
+        "shrink-testbed",
+        "Testbed: deleting the truly inserted residues keeps the motifs (> 0.9) and random deletion does not",
+        checks=(Check("keep_oracle", ">", 0.9), Check("keep_oracle", ">", "keep_random", margin=0.1)),
+        paper="(our control; not in the paper)",
+    ),
+]
+
+_M = ("scisor", "ar", "mlm")
+METRICS = {
+    **{
+        f"rho_single_{m}": f"{m}: Spearman ρ of its deletion score vs the true Δ log p_HMM over all single deletions "
+        "of a new wild type, mean over wild types"
+        for m in (*_M, "untrained")
+    },  # fmt: skip
+    **{f"rho_multi_{m}": f"{m}: same over n_multi random contiguous 2–6-residue deletions" for m in (*_M, "untrained")},
+    **{
+        f"keep_{m}": f"{m}: share of long members, shrunk by shrink_frac, whose motifs are all present in order "
+        "(≤ 1 mismatch each)"
+        for m in (*_M, "random", "oracle")
+    },  # fmt: skip
+    **{
+        f"llres_{m}": f"{m}: true log p_HMM per residue of the shrunk long members, mean"
+        for m in (*_M, "random", "oracle")
+    },  # fmt: skip
+    **{f"steps_{m}": f"{m}: training steps until early stopping" for m in _M},
+    "val_elbo_scisor": "SCISOR's held-out diffusion term of −ELBO per residue (nats), at the best checkpoint",
+    "keep_before": "share of long members with all motifs before shrinking (selected: 1)",
+    "seconds": "wall seconds of the seed",
+}
