@@ -71,7 +71,7 @@ CONFIGS = {
 VERSION = 2  # bump when the method or the protocol changes: it enters the run key
 EXPECTED_SECONDS = {  # wall seconds on a 2-core CPU with cached models
     "smoke": 15,  # measured: 11.4 s for the test suite's smoke run (2 seeds, cached models, busy machine)
-    "quick": 400,  # docs/papers/efficient-probing.md: 398 s wall, 269 s CPU
+    "quick": 320,  # VERSION 2: 316 s wall with 2 threads, 601 s CPU (3 seeds)
     "full": 7200,  # an estimate, not measured: 60 MAE epochs and 90 probe epochs on 8,000 glyphs, 5 seeds
 }
 ACCEPTS_MODEL = False
