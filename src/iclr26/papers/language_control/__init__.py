@@ -86,7 +86,7 @@ ACCEPTS_MODEL = True  # --model replaces SmolLM2-135M in the real-model probes (
 VERSION = 2  # bump when the method or the protocol changes: it enters the run key
 EXPECTED_SECONDS = {  # wall seconds on a 2-core CPU with cached models
     "smoke": 15,  # measured: 14.1 s for the test suite's smoke run (2 seeds, cached models, busy machine)
-    "quick": 520,  # docs/papers/language-control.md: 514 s wall, 3 seeds
+    "quick": 520,  # VERSION 2: 282 s CPU (931 s wall on an oversubscribed machine); VERSION 1: 514 s wall
     "full": 14400,  # an estimate, not measured: 6,000-step d=128 pretraining and 2,500 finetuning examples, 5 seeds
 }
 
