@@ -50,8 +50,17 @@ def _sweep(cfg: Cfg, data, val, archs, data_sizes, tiers, steps, r_max, seed, ba
     for k, (arch, d, tier) in enumerate(plan):
         torch.manual_seed(seed * 1000 + k)
         model = _build(arch, tier, data.pos.shape[1], r_max)
-        lr = cfg.lr_unconstrained if arch == "u" else cfg.lr_equivariant
-        tc = TrainConfig(steps=steps, batch_size=cfg.batch_size, lr=lr, n_evals=cfg.n_evals, seed=seed * 1000 + k)
+        lr = {"u": cfg.lr_u, "l1": cfg.lr_l1, "l2": cfg.lr_l2}[arch]
+        tc = TrainConfig(
+            steps=steps,
+            batch_size=cfg.batch_size,
+            lr=lr,
+            n_evals=cfg.n_evals,
+            seed=seed * 1000 + k,
+            patience=cfg.patience,
+            eval_every=cfg.eval_every,
+            min_rel_improvement=cfg.min_rel_improvement,
+        )
         res = train_forcefield(model, data.subset(slice(0, d)), val, tc)
         rec = {
             "arch": arch,
@@ -60,6 +69,8 @@ def _sweep(cfg: Cfg, data, val, archs, data_sizes, tiers, steps, r_max, seed, ba
             "params": res["params"],
             "loss": res["best_loss"],
             "curve": res["curve"],
+            "steps_used": res.get("steps_used", float(steps)),
+            "converged": res.get("converged", float("nan")),
         }
         if tier == mid and d == max(data_sizes):
             rec["equiv"] = equivariance_error(model, val.subset(slice(0, 32)), seed=seed)
@@ -111,7 +122,7 @@ def _run(cfg: Cfg, seed: int, ctx) -> dict[str, float]:
     scaler = TargetScaler(train, potential.cfg.n_species)  # one unit system for every run of this seed
     train, val = scaler.transform(train), scaler.transform(val)
     n_tiers = len(cfg.size_tiers)
-    n_runs = len(ARCHS) * (len(cfg.data_sizes) + n_tiers - 1) + 2 * len(cfg.emt_data_sizes)
+    n_runs = len(ARCHS) * (len(cfg.data_sizes) + n_tiers - 1) + 2 * len(cfg.emt_data_sizes) * cfg.emt
     bar = tqdm(total=n_runs, desc=f"force-field runs (seed {seed})", leave=False)
     r_max = potential.cfg.pair_cutoff  # the models see exactly the potential's interaction range
     runs = _sweep(cfg, train, val, ARCHS, cfg.data_sizes, cfg.size_tiers, cfg.steps, r_max, seed, bar)
@@ -125,7 +136,22 @@ def _run(cfg: Cfg, seed: int, ctx) -> dict[str, float]:
         metrics[f"params_{arch}"] = main[0]["params"]
         metrics[f"loss_{arch}_dmax"] = next(r["loss"] for r in main if r["D"] == d_max)
         metrics[f"equiv_err_{arch}"] = next(r["equiv"]["energy_rel_error"] for r in main if "equiv" in r)
+    for arch in ARCHS:  # the budget actually used: convergence, not a shared step count, ends each run
+        mine = [r for r in runs if r["arch"] == arch]
+        metrics[f"steps_used_{arch}"] = float(np.mean([r["steps_used"] for r in mine]))
+        metrics[f"converged_frac_{arch}"] = float(np.mean([r["converged"] for r in mine]))
     ctx.log(", ".join(f"{a}: β={metrics[f'beta_{a}']:.3f} γ={metrics[f'gamma_{a}']:.3f}" for a in ARCHS))
+    ctx.log(
+        "budget: "
+        + ", ".join(
+            f"{a} {metrics[f'steps_used_{a}']:.0f} steps/run, {metrics[f'converged_frac_{a}']:.0%} converged"
+            for a in ARCHS
+        )
+    )
+    if not cfg.emt:
+        bar.close()
+        ctx.save_artifact(f"runs-seed{seed}", {"synthetic": runs, "emt": []})
+        return metrics
     # real-potential check: EMT Cu3Au3, data sweep of u and l2 at the middle size (Å units, cutoff 5 Å)
     emt_max = max(cfg.emt_data_sizes)
     n_emt = emt_max + cfg.n_val
@@ -176,7 +202,7 @@ def plots(run_dir, per_seed, cfg):
             (r["params"], r["loss"]) for r in runs["synthetic"] if r["arch"] == arch and r["D"] == max(cfg.data_sizes)
         )
         axes[2].loglog(*zip(*ns), "o-", color=colors[arch], label=arch)
-    for arch in ("u", "l2"):
+    for arch in ("u", "l2") if runs["emt"] else ():
         rs = sorted((r for r in runs["emt"] if r["arch"] == arch), key=lambda r: r["D"])
         axes[3].loglog([r["D"] for r in rs], [r["loss"] for r in rs], "o-", color=colors[arch], label=arch)
     titles = ("loss vs data (analytic potential)", "compute frontier", "loss vs parameters (largest D)", "EMT Cu3Au3")
