@@ -96,7 +96,7 @@ CONFIGS = {
     ),
 }
 
-VERSION = 2  # 2: every run trained to convergence (issue 12); bump when the method or the protocol changes: it enters the run key
+VERSION = 2  # 2: every run trained to convergence (issue 12). Bump on method or protocol changes (run key)
 EXPECTED_SECONDS = {  # wall seconds on a 2-core CPU with cached models
     "smoke": 40,  # measured: 35.9 s for the test suite's smoke run (2 seeds, cached models, busy machine)
     "quick": 400,  # VERSION 2: 353 s CPU (2,425 s wall on an oversubscribed machine)
