@@ -17,7 +17,7 @@ from iclr26.agents.mas2.cto import (
 from iclr26.agents.mas2.dpo import DPOConfig, DPOTrainerLite, PreferenceSet, dpo_loss, value_scaled_dpo_loss
 from iclr26.agents.mas2.features import implementer_candidates
 from iclr26.agents.mas2.policies import DecisionBatch, MetaAgents
-from iclr26.agents.mas2.system import MAS2, backbone_share
+from iclr26.agents.mas2.system import MAS2, backbone_prob, backbone_share
 from iclr26.worlds.agent_systems import (
     POOL,
     UNSEEN_USEFUL,
@@ -247,6 +247,23 @@ def test_unseen_backbone_is_scored_by_features():
     m = MAS2(agents, w)
     assert len(m.plan(Task(2, 5)).backbones) >= 1
     assert 0.0 <= backbone_share(m, sample_tasks(30, 0), "coder-mini") <= 1.0
+
+
+def test_backbone_prob_is_the_implementers_probability_mass():
+    """Uniform initial Implementer: every backbone of a 5-member pool gets exactly 1/5; over the pool the masses sum
+    to 1 for any policy (a share would be 0 or 1 per role and carry no spread)."""
+    w = AgentSystemsWorld().with_pool(POOL + (UNSEEN_USEFUL,))
+    tasks = sample_tasks(20, 0)
+    m = MAS2(MetaAgents.init(1), w)
+    assert backbone_prob(m, tasks, "coder-mini") == pytest.approx(1 / 5)
+    trained = MetaAgents.init(1)
+    with torch.no_grad():
+        for p in trained.implementer.scorer.parameters():
+            p.add_(torch.randn_like(p))  # any non-uniform policy
+    m2 = MAS2(trained, w)
+    masses = [backbone_prob(m2, tasks, b.name) for b in w.pool.values()]
+    assert sum(masses) == pytest.approx(1.0) and max(masses) > 1 / 5 + 1e-3
+    assert math.isnan(backbone_prob(m2, tasks, "coder-mini", kind=99))
 
 
 # ----------------------------------------------------------------------------------------------------- smoke run

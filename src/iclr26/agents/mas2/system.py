@@ -95,6 +95,24 @@ def backbone_share(system: MAS2, tasks: list[Task], name: str, kind: int | None 
     return float(np.mean([b == name for b in picks])) if picks else float("nan")
 
 
+def backbone_prob(system: MAS2, tasks: list[Task], name: str, kind: int | None = None) -> float:
+    """Mean Implementer probability of backbone `name`, over the roles of the greedy templates (on tasks of `kind`).
+
+    A continuous companion of `backbone_share`: a share of 0 on every seed says nothing about how close the policy
+    was to picking the backbone; the probability mass does.
+    """
+    pool = list(system.world.pool.values())
+    j = [b.name for b in pool].index(name)
+    probs = []
+    for t in tasks:
+        if kind is not None and t.kind != kind:
+            continue
+        spec = system.plan(t)
+        lp = system.agents.implementer.decision_logprobs(implementer_candidates(t, spec.template, spec.tools, pool))
+        probs.extend(np.exp(lp[:, j]).tolist())
+    return float(np.mean(probs)) if probs else float("nan")
+
+
 @dataclass(frozen=True)
 class MAS2Config:
     cto: CTOConfig = field(default_factory=CTOConfig)

@@ -12,7 +12,16 @@ from threadpoolctl import threadpool_limits
 from iclr26.agents.mas2.cto import CTOConfig, build_dataset
 from iclr26.agents.mas2.dpo import DPOConfig
 from iclr26.agents.mas2.policies import MetaAgents
-from iclr26.agents.mas2.system import MAS2, FixedMAS, MAS2Config, RandomMAS, backbone_share, evaluate, train_cto
+from iclr26.agents.mas2.system import (
+    MAS2,
+    FixedMAS,
+    MAS2Config,
+    RandomMAS,
+    backbone_prob,
+    backbone_share,
+    evaluate,
+    train_cto,
+)
 from iclr26.core.threads import torch_threads
 from iclr26.worlds.agent_systems import (
     DIFFICULTIES,
@@ -69,7 +78,10 @@ def _trees(cfg: Cfg, seed: int):
 
 @lru_cache(maxsize=4)
 def _tune_beta(cfg: Cfg, value_scaled: bool) -> tuple[float, dict]:
-    """β by validation utility on the development seed; the grid grows ×/÷3 while the best is at an edge."""
+    """β by validation utility on the development seed; the grid grows ×/÷3 while an edge is strictly best.
+
+    Ties go to the middle of the tied values (lower median); only an edge that is strictly best extends the grid, so
+    a plateau (every value equal) picks an interior value and stops."""
     world, s = _world(cfg), cfg.tune_seed
     train, val, _ = _tasks(cfg, s)
     prefs, val_prefs, _ = _trees(cfg, s)
@@ -80,8 +92,10 @@ def _tune_beta(cfg: Cfg, value_scaled: bool) -> tuple[float, dict]:
                 scores[b] = train_cto(train, val, world, _mas2_cfg(cfg, b, value_scaled), s, prefs=prefs)[1][
                     "val_utility"
                 ]
-        best = max(grid, key=lambda b: (scores[b], -b))
-        if len(grid) == 1 or (best != grid[0] and best != grid[-1]):
+        top = max(scores[b] for b in grid)
+        tied = [b for b in grid if scores[b] == top]
+        best = tied[(len(tied) - 1) // 2]
+        if len(grid) == 1 or len(tied) > 1 or best not in (grid[0], grid[-1]):
             break
         grid = [grid[0] / 3] + grid if best == grid[0] else grid + [grid[-1] * 3]
     return best, scores
@@ -179,6 +193,8 @@ def _run(cfg: Cfg, seed: int, ctx) -> dict[str, float]:
     minus = MAS2(agents, world.with_pool(POOL + (UNSEEN_USELESS,)))
     out["utility_mas2_plus_useless"] = evaluate(minus, test, seed)["utility"]
     out["share_useless"] = backbone_share(minus, test, UNSEEN_USELESS.name)
+    out["prob_useless"] = backbone_prob(minus, test, UNSEEN_USELESS.name)
+    out["prob_useful_code"] = backbone_prob(plus, test, UNSEEN_USEFUL.name, kind=TYPES.index("code"))
 
     ctx.log(
         "success/cost: "
