@@ -266,3 +266,39 @@ def test_smoke_run_of_the_paper():
             assert name in card.METRICS and name in m, name
     assert set(m) <= set(card.METRICS)
     assert m["keep_oracle"] == 1.0 and -1.0 <= m["rho_single_scisor"] <= 1.0
+
+
+def test_bayes_optimal_denoiser_at_one_insertion():
+    """E[p(i | X_0, X_t, M=1) | X_t] over a small data distribution p_0 equals p_0(X_t∖i)·π(x_i) normalised: the
+    closed form behind the run's `rho_single_bayes` ceiling, checked by enumerating every single insertion."""
+    pi = torch.tensor([0.5, 0.3, 0.2])
+    p0 = {(0, 1, 2): 0.4, (0, 2, 2): 0.35, (1, 1, 0): 0.25}
+    for xt in [(0, 1, 2, 2), (0, 0, 1, 2), (1, 1, 1, 0), (0, 2, 1, 2)]:
+        post, target = {}, torch.zeros(len(xt))
+        for x0, w in p0.items():  # p(X_t | X_0, M=1) = Σ_{gap, letter} 1[insertion gives X_t] π(letter) / (L+1)
+            lik = sum(
+                float(pi[a]) / (len(x0) + 1)
+                for gap in range(len(x0) + 1)
+                for a in range(3)
+                if x0[:gap] + (a,) + x0[gap:] == xt
+            )
+            if lik > 0:
+                post[x0] = w * lik
+        z = sum(post.values())
+        for x0, w in post.items():
+            target += w / z * log_deletion_target(torch.tensor(x0), torch.tensor(xt))[0].exp()
+        closed = torch.tensor([p0.get(xt[:i] + xt[i + 1 :], 0.0) * float(pi[xt[i]]) for i in range(len(xt))])
+        assert torch.allclose(target, closed / closed.sum(), atol=1e-6)
+
+
+def test_fit_early_stops_and_reports_cap():
+    from iclr26.science.scisor.baselines import fit
+
+    lin = torch.nn.Linear(2, 1)
+    vals = iter([5.0, 4.0, 4.5, 4.6, 4.7, 1.0])  # best after the first evaluation, then 3 without improvement
+
+    rec = fit(lin, lambda g: lin(torch.ones(1, 2)).sum(), lambda: next(vals), max_steps=100, eval_every=2, patience=3)
+    assert not rec["capped"] and rec["steps"] == 8 and rec["best_step"] == 2 and rec["best_val"] == 4.0
+    falling = iter([5.0 - k for k in range(10)])
+    rec = fit(lin, lambda g: lin(torch.ones(1, 2)).sum(), lambda: next(falling), max_steps=6, eval_every=2, patience=3)
+    assert rec["capped"] and rec["steps"] == 6 and rec["best_step"] == 6

@@ -15,7 +15,10 @@ an autoregressive LM (ProGen2's role) and a masked LM (ESM's role). Deletion ben
 families, all single deletions and random contiguous 2–6-residue deletions; Spearman ρ per wild type, averaged.
 Shrinking: long members (extra loop insertions) shrunk by a fixed fraction by SCISOR, AR-greedy, MLM-greedy, random
 deletion and an oracle that deletes residues the generator truly inserted; motif retention and the true per-residue
-log-likelihood of the results. Controls: an untrained SCISOR (the mechanism without learning) and random deletion.
+log-likelihood of the results; HMM-greedy (greedy deletion by the exact likelihood) is the true model as shrinker, and
+the Bayes-optimal SCISOR denoiser's ρ the ceiling of SCISOR's scoring rule. Controls: an untrained SCISOR (the
+mechanism without learning) and random deletion. Learning rates: one rule for all models on a tuning world
+(`tune.py`: lowest validation loss, grid extended past edges); every model early-stopped on its own validation loss.
 """
 
 from __future__ import annotations
@@ -27,23 +30,26 @@ from iclr26.core.claims import Check, Claim
 
 @dataclass(frozen=True)
 class Cfg:
-    seeds: tuple[int, ...] = (0, 1, 2, 3, 4)
+    seeds: tuple[int, ...] = (0, 1, 2)  # quick: 3 pre-declared seeds (5 do not fit: SCISOR needs ~3,000+ steps)
     n_families: int = field(default=3, metadata={"help": "protein families (dossier: 20; ours, for time)"})
     per_family: int = field(default=200, metadata={"help": "members per family (dossier: 400; ours)"})
     n_val: int = field(default=20, metadata={"help": "members per family held out for early stopping (ours)"})
     n_match: int = field(default=39, metadata={"help": "match states per family (dossier: 48; ours, for time)"})
     n_wt: int = field(default=4, metadata={"help": "new wild types per family for the deletion benchmark (dossier 5)"})
     n_multi: int = field(default=60, metadata={"help": "random contiguous 2–6 deletions per wild type (dossier 200)"})
-    n_long: int = field(default=5, metadata={"help": "long members per family to shrink (ours)"})
-    shrink_frac: float = field(default=0.25, metadata={"help": "fraction of residues deleted (dossier: 20–30%)"})
+    n_long: int = field(default=3, metadata={"help": "long members per family to shrink (ours, for time)"})
+    shrink_frac: float = field(default=0.2, metadata={"help": "fraction of residues deleted (dossier: 20–30%)"})
     d_model: int = field(default=64, metadata={"help": "width of every model's trunk (dossier: 128; ours, for time)"})
     n_layers: int = field(default=2, metadata={"help": "transformer blocks of every model (dossier: 4; ours)"})
     t_max: float = field(default=0.5, metadata={"help": "SCISOR's largest time, α(t)=1−t (code 0.9, dossier 0.75)"})
     batch: int = field(default=16, metadata={"help": "training batch (dossier: 32; ours, for time)"})
-    lr: float = field(default=3e-3, metadata={"help": "AdamW learning rate, all models (ours; paper 1e-4 on ESM2)"})
-    max_steps: int = field(default=800, metadata={"help": "step cap; early stopping decides (ours)"})
+    lr_scisor: float = field(default=0.001, metadata={"help": "SCISOR's AdamW rate, picked by tune.py (paper 1e-4)"})
+    lr_ar: float = field(default=0.03, metadata={"help": "AR's AdamW rate, picked by tune.py (ours)"})
+    lr_mlm: float = field(default=0.01, metadata={"help": "masked LM's AdamW rate, picked by tune.py (ours)"})
+    max_steps: int = field(default=4000, metadata={"help": "step cap; early stopping should end training (ours)"})
     eval_every: int = field(default=100, metadata={"help": "validation interval in steps (ours)"})
-    patience: int = field(default=2, metadata={"help": "evaluations without improvement before stopping (ours)"})
+    patience: int = field(default=3, metadata={"help": "evaluations without improvement before stopping (ours)"})
+    val_mc: int = field(default=2, metadata={"help": "noise draws per member in SCISOR's validation ELBO (ours)"})
 
     def __post_init__(self):
         if not 0.0 < self.shrink_frac < 0.6:
@@ -52,6 +58,8 @@ class Cfg:
             raise ValueError(f"Cfg.n_val must be < per_family; got {self.n_val} ≥ {self.per_family}")
         if not 0.0 < self.t_max < 1.0:
             raise ValueError(f"Cfg.t_max must be in (0, 1); got {self.t_max!r}")
+        if min(self.lr_scisor, self.lr_ar, self.lr_mlm) <= 0 or min(self.max_steps, self.eval_every, self.patience) < 1:
+            raise ValueError("Cfg: learning rates > 0 and max_steps, eval_every, patience >= 1")
 
 
 CONFIGS = {
@@ -82,14 +90,13 @@ CONFIGS = {
         n_layers=4,
         t_max=0.75,
         batch=32,
-        lr=1e-3,
-        max_steps=5000,
+        max_steps=10000,
         eval_every=200,
         patience=4,
     ),
 }
 VERSION = 1
-EXPECTED_SECONDS = {"smoke": 15, "quick": 480, "full": 20000}
+EXPECTED_SECONDS = {"smoke": 20, "quick": 920, "full": 40000}  # quick: 914 s CPU (1,991 s wall, busy); full: guess
 ACCEPTS_MODEL = False
 MODEL_NOTE = "the models are trained from scratch on synthetic protein families (no pretrained protein LM here)"
 
@@ -128,13 +135,25 @@ CLAIMS = [
     ),
     Claim(
         "shrink-testbed",
-        "Testbed: deleting the truly inserted residues keeps the motifs (> 0.9) and random deletion does not",
-        checks=(Check("keep_oracle", ">", 0.9), Check("keep_oracle", ">", "keep_random", margin=0.1)),
+        "Testbed: the true model shrinks well (greedy deletion by the exact family likelihood, and deleting the truly "
+        "inserted residues, keep the motifs far more often than random deletion)",
+        checks=(
+            Check("keep_hmm", ">", "keep_random", margin=0.1),
+            Check("keep_oracle", ">", "keep_random", margin=0.1),
+        ),
+        paper="(our control; not in the paper)",
+    ),
+    Claim(
+        "deletion-testbed",
+        "Testbed: the Bayes-optimal SCISOR denoiser (q*(i | X, M=1) ∝ p(X∖i)·π(x_i), from the true family HMM) ranks "
+        "single deletions well, so the task is learnable by the paper's scoring rule",
+        checks=(Check("rho_single_bayes", ">", 0.7),),
         paper="(our control; not in the paper)",
     ),
 ]
 
 _M = ("scisor", "ar", "mlm")
+_SHRINK = (*_M, "random", "hmm", "oracle")
 METRICS = {
     **{
         f"rho_single_{m}": f"{m}: Spearman ρ of its deletion score vs the true Δ log p_HMM over all single deletions "
@@ -145,14 +164,13 @@ METRICS = {
     **{
         f"keep_{m}": f"{m}: share of long members, shrunk by shrink_frac, whose motifs are all present in order "
         "(≤ 1 mismatch each)"
-        for m in (*_M, "random", "oracle")
+        for m in _SHRINK
     },  # fmt: skip
-    **{
-        f"llres_{m}": f"{m}: true log p_HMM per residue of the shrunk long members, mean"
-        for m in (*_M, "random", "oracle")
-    },  # fmt: skip
-    **{f"steps_{m}": f"{m}: training steps until early stopping" for m in _M},
+    **{f"llres_{m}": f"{m}: true log p_HMM per residue of the shrunk long members, mean" for m in _SHRINK},
+    **{f"steps_{m}": f"{m}: training steps until early stopping (patience evaluations after the best)" for m in _M},
+    **{f"capped_{m}": f"{m}: 1 if the step cap, not early stopping, ended training" for m in _M},
+    "rho_single_bayes": "Spearman ρ of the Bayes-optimal M=1 denoiser's score (true Δ log p + log π(x_i)) vs the true "
+    "Δ log p over single deletions: the ceiling of SCISOR's scoring rule on this testbed",
     "val_elbo_scisor": "SCISOR's held-out diffusion term of −ELBO per residue (nats), at the best checkpoint",
-    "keep_before": "share of long members with all motifs before shrinking (selected: 1)",
     "seconds": "wall seconds of the seed",
 }

@@ -111,11 +111,13 @@ def fit(model: nn.Module, loss_fn: Callable[[torch.Generator], torch.Tensor], va
         lr: float = 1e-3, max_steps: int = 2000, eval_every: int = 100, patience: int = 3, seed: int = 0,
         grad_clip: float = 1.0, progress: bool = False) -> dict:  # fmt: skip
     """AdamW with early stopping: evaluate ``val_fn`` every ``eval_every`` steps, stop after ``patience`` evaluations
-    without improvement, restore the best weights. Returns {'steps', 'best_val', 'history'}."""
+    without improvement, restore the best weights. Returns {'steps', 'best_val', 'best_step', 'capped', 'history'};
+    ``capped`` is True when the step cap, not early stopping, ended training (the model may not have converged)."""
     opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
     g = torch.Generator().manual_seed(seed)
     model.eval()
-    best, best_state, bad, hist, step = val_fn(), copy.deepcopy(model.state_dict()), 0, [], 0
+    best, best_state, bad, hist, step, best_step = val_fn(), copy.deepcopy(model.state_dict()), 0, [], 0, 0
+    capped = True
     hist.append((0, best))
     it = range(1, max_steps + 1)
     if progress:
@@ -134,11 +136,12 @@ def fit(model: nn.Module, loss_fn: Callable[[torch.Generator], torch.Tensor], va
             v = val_fn()
             hist.append((step, v))
             if v < best - 1e-4:
-                best, best_state, bad = v, copy.deepcopy(model.state_dict()), 0
+                best, best_state, bad, best_step = v, copy.deepcopy(model.state_dict()), 0, step
             else:
                 bad += 1
                 if bad >= patience:
+                    capped = False
                     break
     model.load_state_dict(best_state)
     model.eval()
-    return {"steps": step, "best_val": best, "history": hist}
+    return {"steps": step, "best_val": best, "best_step": best_step, "capped": capped, "history": hist}

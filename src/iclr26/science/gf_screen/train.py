@@ -1,0 +1,189 @@
+"""Joint training of the Focus segmenter and Glance policies on pos/neg sub-volume groups (official `GF_RL_trainer`).
+
+One step draws ``volumes_per_step`` CTs and ``crops_per_volume`` sub-volumes of each with MONAI's
+``RandCropByPosNegLabeld`` (pos = neg = 1, background centres inside the body), then the paper's augmentation (flips
+p = 0.2 per axis, rot90 p = 0.2, intensity shift ±0.1 p = 0.1). The group of N = volumes × crops sub-volumes is
+segmented by the Focus model (MONAI ``DiceCELoss``) and scored by every Glance model; each Glance model is trained
+either by GF-Screen's group-relative RL with the Focus output as reward (plus α·balanced CE), or, as the supervised
+baseline, by the balanced CE alone. The Focus loss does not depend on the Glance models (the reward is detached), so
+training several Glance models beside one Focus model gives each the same Focus it would get when trained alone.
+"""
+
+from __future__ import annotations
+
+import copy
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+from .grl import GRLConfig, balanced_glance_ce, detection_reward, dice_reward, grl_loss
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    steps: int = field(default=400, metadata={"help": "optimiser steps (paper: 500 epochs of the corpus)"})
+    volumes_per_step: int = field(default=4, metadata={"help": "CTs per step (code batch_size: 4)"})
+    crops_per_volume: int = field(default=4, metadata={"help": "crops per CT (code sw_batch_size: 4); N = 16"})
+    roi: tuple[int, int, int] = field(default=(16, 16, 16), metadata={"help": "crop size (paper: 96×96×64)"})
+    fg_class_weight: float = field(default=1.0, metadata={"help": "CE weight of the lesion class (code: 1, none)"})
+    batch_dice: bool = field(default=False, metadata={"help": "Dice over the whole group (code: per sample)"})
+    lr: float = field(default=3e-4, metadata={"help": "AdamW learning rate of both models (code: 3e-4)"})
+    weight_decay: float = field(default=1e-5, metadata={"help": "AdamW weight decay (code reg_weight: 1e-5)"})
+    warmup_epochs: float = field(default=1.0, metadata={"help": "linear warm-up, then cosine (code: 1 epoch)"})
+    refresh_epochs: float = field(default=1.0, metadata={"help": "epochs between π_old refreshes (code: 1)"})
+    flip_p: float = field(default=0.2, metadata={"help": "RandFlipd probability per axis (code: 0.2)"})
+    rot_p: float = field(default=0.2, metadata={"help": "RandRotate90d probability (code: 0.2)"})
+    shift_p: float = field(default=0.1, metadata={"help": "RandShiftIntensityd(0.1) probability (code: 0.1)"})
+    context: float = field(
+        default=1.0,
+        metadata={"help": "pos/neg crops of context × roi, then a random roi crop inside (1 = the code's centred "
+                  "crops; > 1 moves lesions off the crop centre, which sliding-window inference needs)"},
+    )  # fmt: skip
+
+    def __post_init__(self):
+        if min(self.steps, self.volumes_per_step, self.crops_per_volume) < 1:
+            raise ValueError(f"TrainConfig: steps, volumes_per_step, crops_per_volume must be >= 1, got {self!r}")
+        if self.volumes_per_step * self.crops_per_volume < 2:
+            raise ValueError("TrainConfig: a group needs >= 2 sub-volumes (volumes_per_step * crops_per_volume)")
+        if self.fg_class_weight <= 0:
+            raise ValueError(f"TrainConfig.fg_class_weight must be > 0, got {self.fg_class_weight!r}")
+        if self.context < 1:
+            raise ValueError(f"TrainConfig.context must be >= 1, got {self.context!r}")
+        if self.lr <= 0 or self.weight_decay < 0 or self.refresh_epochs <= 0 or self.warmup_epochs < 0:
+            raise ValueError(f"TrainConfig: lr, refresh_epochs > 0 and weight_decay, warmup_epochs >= 0, got {self!r}")
+
+
+class CropSampler:
+    """Groups of pos/neg crops from a fixed set of volumes, with the paper's MONAI augmentation."""
+
+    def __init__(self, images: np.ndarray, labels: np.ndarray, cfg: TrainConfig, seed: int):
+        from monai.transforms import (
+            Compose,
+            RandCropByPosNegLabeld,
+            RandFlipd,
+            RandRotate90d,
+            RandShiftIntensityd,
+            RandSpatialCropd,
+        )
+        from monai.transforms.utils import map_binary_to_indices
+
+        if images.ndim != 5 or images.shape != labels.shape:
+            raise ValueError(f"images and labels must both be [n, 1, X, Y, Z], got {images.shape}, {labels.shape}")
+        self.images, self.labels, self.cfg = images, labels, cfg
+        self.rng = np.random.default_rng(seed)
+        # foreground / background centre indices once per volume (background: label 0 and image > 0, i.e. the body)
+        self.idx = [map_binary_to_indices(lab, img, 0.0) for img, lab in zip(images, labels)]
+        keys = ["image", "label"]
+        outer = tuple(min(int(round(cfg.context * r)), n) for r, n in zip(cfg.roi, images.shape[2:]))
+        if any(r > n for r, n in zip(cfg.roi, images.shape[2:])):
+            raise ValueError(f"TrainConfig.roi {cfg.roi} is larger than the volumes {images.shape[2:]}")
+        self.tf = Compose([
+            RandCropByPosNegLabeld(keys, "label", outer, pos=1, neg=1, num_samples=cfg.crops_per_volume,
+                                   fg_indices_key="fg", bg_indices_key="bg", allow_smaller=False),
+            RandSpatialCropd(keys, cfg.roi, random_size=False),  # the lesion anywhere in the crop, not only centred
+            *[RandFlipd(keys, prob=cfg.flip_p, spatial_axis=a) for a in range(3)],
+            RandRotate90d(keys, prob=cfg.rot_p, max_k=3),
+            RandShiftIntensityd("image", offsets=0.1, prob=cfg.shift_p),
+        ])  # fmt: skip
+        self.tf.set_random_state(seed=seed)
+
+    def sample(self) -> tuple[torch.Tensor, torch.Tensor]:
+        crops, labs = [], []
+        for i in self.rng.choice(len(self.images), self.cfg.volumes_per_step, replace=False):
+            fg, bg = self.idx[i]
+            with warnings.catch_warnings():  # lesion-free volumes: MONAI warns and samples background only
+                warnings.simplefilter("ignore")
+                outs = self.tf({"image": self.images[i], "label": self.labels[i], "fg": fg, "bg": bg})
+            crops += [torch.as_tensor(np.asarray(o["image"])) for o in outs]
+            labs += [torch.as_tensor(np.asarray(o["label"])) for o in outs]
+        return torch.stack(crops).float(), torch.stack(labs).float()
+
+
+@dataclass
+class GlanceSpec:
+    """A Glance model and how it is trained: ``grl`` a GRLConfig (GF-Screen), or None (balanced CE only)."""
+
+    model: torch.nn.Module
+    grl: GRLConfig | None = None
+    ref: torch.nn.Module | None = None
+    opt: torch.optim.Optimizer | None = None
+    history: list = field(default_factory=list)
+
+
+def train_glance_focus(
+    images: np.ndarray,
+    labels: np.ndarray,
+    focus: torch.nn.Module,
+    glances: dict[str, GlanceSpec],
+    cfg: TrainConfig = TrainConfig(),
+    seed: int = 0,
+    progress: bool = False,
+) -> dict[str, list]:
+    """Train the Focus model and every Glance model on the same stream of groups; returns per-step histories."""
+    from monai.losses import DiceCELoss
+    from monai.optimizers import WarmupCosineSchedule
+
+    torch.manual_seed(seed)
+    sampler = CropSampler(images, labels, cfg, seed)
+    steps_per_epoch = max(1, len(images) // cfg.volumes_per_step)
+    seg_loss = DiceCELoss(to_onehot_y=True, softmax=True, batch=cfg.batch_dice)
+    if cfg.fg_class_weight != 1.0:  # class-weighted CE beside the Dice term (not in the paper; see docs)
+        from monai.losses import DiceLoss
+
+        dice = DiceLoss(to_onehot_y=True, softmax=True, batch=cfg.batch_dice)
+        w = torch.tensor([1.0, cfg.fg_class_weight])
+
+        def seg_loss(out, y):
+            return dice(out, y) + torch.nn.functional.cross_entropy(out, y[:, 0].long(), weight=w)
+
+    opt_f = torch.optim.AdamW(focus.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+    sched = WarmupCosineSchedule(opt_f, int(cfg.warmup_epochs * steps_per_epoch), cfg.steps)  # Focus only, as code
+    for spec in glances.values():
+        spec.opt = torch.optim.AdamW(spec.model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+        if spec.grl is not None:
+            spec.ref = copy.deepcopy(spec.model).eval().requires_grad_(False)
+    refresh = max(1, int(round(cfg.refresh_epochs * steps_per_epoch)))
+    hist: dict[str, list] = {"seg_loss": [], "reward": []}
+    it = range(cfg.steps)
+    if progress:
+        from tqdm import tqdm
+
+        it = tqdm(it, desc="gf-screen train", leave=False)
+    for step in it:
+        crops, labs = sampler.sample()
+        focus.train()
+        seg = focus(crops)
+        loss = seg_loss(seg, labs)
+        opt_f.zero_grad()
+        loss.backward()
+        opt_f.step()
+        sched.step()
+        hist["seg_loss"].append(float(loss.detach()))
+        has = labs.flatten(1).amax(1) > 0
+        rewards = {"detect": detection_reward(seg, labs)}
+        hist["reward"].append(float(rewards["detect"].mean()))
+        for spec in glances.values():
+            spec.model.train()
+            logits = spec.model(crops)
+            ce = balanced_glance_ce(logits, has)
+            if spec.grl is None:
+                total = ce
+            else:
+                if spec.grl.reward not in rewards:
+                    rewards[spec.grl.reward] = dice_reward(seg, labs)
+                with torch.no_grad():
+                    old = spec.ref(crops)
+                l_grl, _ = grl_loss(logits, old, rewards[spec.grl.reward], spec.grl)
+                total = l_grl + spec.grl.ce_weight * ce  # L_GRL + α·L_CE
+            spec.opt.zero_grad()
+            total.backward()
+            spec.opt.step()
+            spec.history.append(float(total.detach()))
+            if spec.ref is not None and (step + 1) % refresh == 0:  # π_old ← π_θ once per epoch
+                spec.ref.load_state_dict(spec.model.state_dict())
+    focus.eval()
+    for spec in glances.values():
+        spec.model.eval()
+    return hist
