@@ -2,9 +2,10 @@
 
 The fingerprint hashes the paper's card and experiment and, transitively, every ``iclr26`` module they import
 (found by reading import statements, so nothing heavy is imported), leaving out the harness itself (claims, run
-folders, report, registry, command line), which does not change what a paper measures. A run folder stores it per
-seed, so seeds measured by different code are never mixed silently, and a complete run made by other code is flagged
-as stale.
+folders, report, registry, command line), which does not change what a paper measures. Files are hashed as syntax
+trees without docstrings: editing a comment, a docstring or the formatting does not make a run stale. A run folder
+stores it per seed, so seeds measured by different code are never mixed silently, and a complete run made by other
+code is flagged as stale.
 """
 
 from __future__ import annotations
@@ -80,12 +81,33 @@ def source_files(*modules: str) -> list[Path]:
     return sorted(set(seen.values()))
 
 
+def normalised_source(path: Path) -> bytes:
+    """What a file *does*: its syntax tree without docstrings, so comments, docstrings and formatting never change a
+    fingerprint (a file that does not parse is taken byte for byte)."""
+    text = path.read_text(encoding="utf-8")
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return text.encode()
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if (
+            isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
+            and body
+            and isinstance(body[0], ast.Expr)
+            and isinstance(body[0].value, ast.Constant)
+            and isinstance(body[0].value.value, str)
+        ):
+            node.body = body[1:] or [ast.Pass()]
+    return ast.dump(tree).encode()
+
+
 def code_fingerprint(*modules: str) -> str:
     """A short hash of the source files that `modules` import (see the module docstring)."""
     h = hashlib.sha256()
     for path in source_files(*modules):
         h.update(str(path.relative_to(ROOT)).encode())
-        h.update(path.read_bytes())
+        h.update(normalised_source(path))
     return h.hexdigest()[:12]
 
 
