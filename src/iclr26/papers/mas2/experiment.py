@@ -23,6 +23,7 @@ from iclr26.agents.mas2.system import (
     train_cto,
 )
 from iclr26.core.threads import torch_threads
+from iclr26.probing.tuning import tune_on_grid
 from iclr26.worlds.agent_systems import (
     DIFFICULTIES,
     POOL,
@@ -78,27 +79,18 @@ def _trees(cfg: Cfg, seed: int):
 
 @lru_cache(maxsize=4)
 def _tune_beta(cfg: Cfg, value_scaled: bool) -> tuple[float, dict]:
-    """β by validation utility on the development seed; the grid grows ×/÷3 while an edge is strictly best.
-
-    Ties go to the middle of the tied values (lower median); only an edge that is strictly best extends the grid, so
-    a plateau (every value equal) picks an interior value and stops."""
+    """β by validation utility on the development seed, by the project's one rule (`tune_on_grid`): the grid grows
+    by its own ratio past any edge pick (ties go to the value evaluated first, so a plateau stops on an interior
+    value after one extension)."""
     world, s = _world(cfg), cfg.tune_seed
     train, val, _ = _tasks(cfg, s)
-    prefs, val_prefs, _ = _trees(cfg, s)
-    grid, scores = sorted(cfg.beta_grid), {}
-    for _ in range(4):
-        for b in grid:
-            if b not in scores:
-                scores[b] = train_cto(train, val, world, _mas2_cfg(cfg, b, value_scaled), s, prefs=prefs)[1][
-                    "val_utility"
-                ]
-        top = max(scores[b] for b in grid)
-        tied = [b for b in grid if scores[b] == top]
-        best = tied[(len(tied) - 1) // 2]
-        if len(grid) == 1 or len(tied) > 1 or best not in (grid[0], grid[-1]):
-            break
-        grid = [grid[0] / 3] + grid if best == grid[0] else grid + [grid[-1] * 3]
-    return best, scores
+    prefs, _, _ = _trees(cfg, s)
+
+    def evaluate(beta: float):
+        return train_cto(train, val, world, _mas2_cfg(cfg, beta, value_scaled), s, prefs=prefs)[1]["val_utility"], None
+
+    res = tune_on_grid(evaluate, cfg.beta_grid, max_extensions=3 if len(cfg.beta_grid) > 1 else 0)
+    return res.best, res.scores
 
 
 @lru_cache(maxsize=4)
