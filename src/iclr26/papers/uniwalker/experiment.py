@@ -64,7 +64,7 @@ def _pretrain(tasks: list[dict], cfg: Cfg, rng) -> NavPolicy:
         opt.zero_grad()
         loss.backward()
         opt.step()
-        if step % 100 == 0:
+        if step % 100 == 0 or step == cfg.pretrain_steps:  # the last step too: a cap below 100 still validates
             v = val_nll(model, val, True) + val_nll(model, val, False)
             if v < best - 1e-4:
                 best, state, bad = v, copy.deepcopy(model.state_dict()), 0
