@@ -33,3 +33,17 @@ def test_reports_an_edge_it_could_not_leave_and_never_picks_a_diverged_run():
     assert r.best == 1.0 and not r.at_edge
     with pytest.raises(ValueError, match="positive"):
         tune_on_grid(lambda lr: (0.0, None), (0.0, 1.0))
+
+
+def test_a_floor_stops_the_downward_extension_and_is_not_an_edge_pick():
+    calls = []
+    r = tune_on_grid(lambda v: calls.append(v) or (-v, None), (1, 5, 20), lower=1, integer=True)
+    assert r.best == 1 and not r.at_edge and calls == [1, 5, 20]  # the floor 1 is the domain's end: nothing added
+    r = tune_on_grid(lambda v: (-v, None), (10, 50, 250), lower=1, integer=True)
+    assert r.grid == [1.0, 2.0, 10.0, 50.0, 250.0] and r.best == 1 and not r.at_edge  # 10/5 = 2, then clipped to 1
+    r = tune_on_grid(peaked(2.0), (10, 50, 250), lower=1, integer=True)
+    assert r.best == 2 and r.grid == [1.0, 2.0, 10.0, 50.0, 250.0]
+    r = tune_on_grid(lambda v: (v, None), (10, 50, 250), lower=1, integer=True, max_extensions=1)
+    assert r.best == 1250 and r.at_edge  # upward extensions are unaffected by the floor
+    with pytest.raises(ValueError, match="floor"):
+        tune_on_grid(lambda v: (0.0, None), (0.5, 1.0), lower=1)

@@ -30,14 +30,20 @@ def tune_on_grid(
     grid: Sequence[float],
     max_extensions: int = 4,
     keep_payloads: bool = False,
+    lower: float | None = None,
+    integer: bool = False,
 ) -> GridResult:
     """Best value of ``evaluate(value) -> (score, payload)`` over a positive grid, extended past any chosen edge.
 
-    Ties go to the value evaluated first. A grid of one value is extended by ×10 / ÷10 steps.
+    Ties go to the value evaluated first. A grid of one value is extended by ×10 / ÷10 steps. ``lower`` is a hard floor
+    of the domain (e.g. 1 for a tree's leaf size): the grid is not extended below it, and a pick at the floor is not an
+    edge pick. ``integer`` rounds extension values to integers (leaf sizes, counts).
     """
     values = sorted({float(v) for v in grid})
     if not values or values[0] <= 0:
         raise ValueError(f"grid must hold positive values (learning rates, strengths), got {list(grid)!r}")
+    if lower is not None and values[0] < lower:
+        raise ValueError(f"grid value {values[0]} lies below the floor lower={lower}")
     if max_extensions < 0:
         raise ValueError(f"max_extensions must be ≥ 0, got {max_extensions}")
     scores: dict[float, float] = {}
@@ -58,16 +64,26 @@ def tune_on_grid(
 
     for v in values:
         run(v)
+
+    def at_floor(v: float) -> bool:
+        return lower is not None and v <= lower
+
     for _ in range(max_extensions):
         grid_now = sorted(scores)
         if len(grid_now) > 1 and grid_now[0] < best < grid_now[-1]:
             break
         if best == grid_now[-1]:
             ratio = grid_now[-1] / grid_now[-2] if len(grid_now) > 1 else 10.0
-            run(grid_now[-1] * ratio)
+            nxt = grid_now[-1] * ratio
+        elif at_floor(best):
+            break
         else:
             ratio = grid_now[1] / grid_now[0] if len(grid_now) > 1 else 10.0
-            run(grid_now[0] / ratio)
+            nxt = max(grid_now[0] / ratio, lower) if lower is not None else grid_now[0] / ratio
+        nxt = float(round(nxt)) if integer else nxt
+        if nxt in scores:
+            break
+        run(nxt)
     grid_now = sorted(scores)
-    at_edge = len(grid_now) == 1 or best in (grid_now[0], grid_now[-1])
+    at_edge = best == grid_now[-1] or (best == grid_now[0] and not at_floor(best))
     return GridResult(best, scores[best], payloads[best], grid_now, scores, at_edge)

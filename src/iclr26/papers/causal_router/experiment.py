@@ -19,6 +19,7 @@ from iclr26.agents.causal_router import (
     normalized_gain,
 )
 from iclr26.agents.causal_router.learners import with_leaf
+from iclr26.probing.tuning import tune_on_grid
 from iclr26.worlds.routing import RoutingData, digits_routing, synthetic_routing
 
 from . import Cfg
@@ -41,31 +42,45 @@ def _score(router, data: RoutingData, leaf, out: dict, name: str, tag: str) -> N
     out[f"leaf_{name}_{tag}"] = float(leaf)
 
 
+def _tune_leaf(fit, grid):
+    """The project's grid rule (`tune_on_grid`) on a leaf size: the grid grows past an edge pick (never below 1)."""
+    res = tune_on_grid(lambda leaf: fit(int(leaf)), grid, max_extensions=3, lower=1, integer=True)
+    return res.payload, int(res.best)
+
+
 def _tuned_source(source, X_gs, y_gs, X_pb, y_pb, data, cfg, final):
     """The tuning rule for a single-forest arm: min_samples_leaf by validation MSE against GS labels."""
-    fits = [
-        (SourceRouter(SourceRouterConfig(source, with_leaf(final, leaf))).fit(X_gs, y_gs, X_pb, y_pb), leaf)
-        for leaf in cfg.leaf_grid
-    ]
-    return min(fits, key=lambda f: _val_mse(f[0], data))
+
+    def fit(leaf):
+        r = SourceRouter(SourceRouterConfig(source, with_leaf(final, leaf))).fit(X_gs, y_gs, X_pb, y_pb)
+        return -_val_mse(r, data), r
+
+    return _tune_leaf(fit, cfg.leaf_grid)
 
 
 def _tuned_meta(learner, cate_cfg, X_gs, y_gs, X_pb, y_pb, data, cfg, final, cate_forest, seed):
-    """The same rule for a meta-router: (δ̂ leaf, η̂ leaf) jointly on the grid; nuisances fitted once."""
+    """The same rule for a meta-router, nested: for each δ̂ leaf the best η̂ leaf, the δ̂ leaf by that best score.
+    Nuisances are fitted once; both grids grow past edge picks, so the costly small δ̂ leaves run only when needed."""
     mcfg = MetaRouterConfig(
         learner,
-        replace(cate_cfg, cate=with_leaf(cate_forest, cfg.cate_leaf_grid[0])),
-        with_leaf(final, cfg.leaf_grid[0]),
+        replace(cate_cfg, cate=with_leaf(cate_forest, int(cfg.cate_leaf_grid[0]))),
+        with_leaf(final, int(cfg.leaf_grid[0])),
         seed=seed,
     )
     base = MetaRouter(mcfg).fit(X_gs, y_gs, X_pb, y_pb)
-    fits = []
-    for cl in cfg.cate_leaf_grid:
+
+    def fit_cate(cl):
         with_cate = base if cl == cfg.cate_leaf_grid[0] else base.refit(cate=with_leaf(cate_forest, cl))
-        for leaf in cfg.leaf_grid:
+
+        def fit_final(leaf):
             r = with_cate if leaf == cfg.leaf_grid[0] else with_cate.refit(final=with_leaf(final, leaf))
-            fits.append((r, leaf, cl))
-    return min(fits, key=lambda f: _val_mse(f[0], data))
+            return -_val_mse(r, data), r
+
+        r, leaf = _tune_leaf(fit_final, cfg.leaf_grid)
+        return -_val_mse(r, data), (r, leaf)
+
+    (r, leaf), cl = _tune_leaf(fit_cate, cfg.cate_leaf_grid)
+    return r, leaf, cl
 
 
 def _setting(data: RoutingData, cfg: Cfg, seed: int, tag: str, ctx, shuffle=False, released=False, allgold=True):
