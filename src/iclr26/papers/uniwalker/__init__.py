@@ -27,7 +27,8 @@ from iclr26.core.claims import Check, Claim
 
 ABLATIONS = ("kis", "ecas", "ssc", "esoc", "nscot")
 BASELINES = ("seqft", "olora", "sdlora", "hydra")
-ARMS = ("joint", *BASELINES, "uw", *(f"uw_no_{a}" for a in ABLATIONS), "uw_code")
+CLAIM_ARMS = ("joint", *BASELINES, "uw", *(f"uw_no_{a}" for a in ABLATIONS))  # the arms the claims compare
+ARMS = (*CLAIM_ARMS, "uw_code")  # + Uni-Walker as the official code runs it (reported, in no claim; full scale)
 
 
 @dataclass(frozen=True)
@@ -59,8 +60,8 @@ class Cfg:
 
     @property
     def compare(self) -> bool:
-        """Whether every arm runs (the comparative claims need them all)."""
-        return set(self.arms) == set(ARMS)
+        """Whether every arm the comparative claims need runs."""
+        return set(CLAIM_ARMS) <= set(self.arms)
 
     @property
     def has_joint(self) -> bool:
@@ -89,11 +90,11 @@ CONFIGS = {
         pretrain_steps=300,
         hidden=64,
     ),  # fmt: skip
-    "quick": Cfg(),
+    "quick": Cfg(arms=CLAIM_ARMS),  # uw_code only at full: it is in no claim (time)
     "full": Cfg(seeds=tuple(range(10)), n_tasks=15, n_train=300, n_test=100, max_steps=2000),
 }
-VERSION = 1
-EXPECTED_SECONDS = {"smoke": 30, "quick": 700, "full": 7200}  # quick: CPU s on a busy 2-core machine
+VERSION = 2  # 2: quick without the reported-only uw_code arm; Adam with foreach (time)
+EXPECTED_SECONDS = {"smoke": 30, "quick": 520, "full": 7200}  # quick: 516 s CPU on a busy 2-core machine (V2)
 ACCEPTS_MODEL = False
 MODEL_NOTE = "wrap your own model's linear layers with `iclr26.embodied.uniwalker.DELoRALinear` / `UniWalker`"
 

@@ -53,7 +53,7 @@ def _pretrain(tasks: list[dict], cfg: Cfg, rng) -> NavPolicy:
     """W0: every parameter trained on the pre-training scenes (all styles), with and without the thought."""
     model = NavPolicy(PolicyConfig(n_words=len(WORDS), n_thought=N_THOUGHT, hidden=cfg.hidden))
     train, val = _concat([t["train"] for t in tasks]), _concat([t["val"] for t in tasks])
-    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3, foreach=True)
     best, state, bad = np.inf, None, 0
     for step in range(1, cfg.pretrain_steps + 1):
         b = to_batch(train, rng.integers(len(train["action"]), size=128))
