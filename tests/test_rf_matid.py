@@ -196,3 +196,36 @@ def test_card_mirrors_the_benchmark():
     from iclr26.papers import rf_matid
 
     assert rf_matid._SPLITS == SPLITS and tuple(PROTOCOLS) == rf_matid._PROTOCOLS
+
+
+def test_tuning_rule_extends_past_edges_and_never_sees_test_distances(monkeypatch):
+    """`_tune` is the project's grid rule: an optimum beyond the grid's top is reached by extension, a net's max_lr ≥ 1
+    is never trained, and the tuning split uses only S2-mod1 training distances (its test distances never appear)."""
+    from iclr26.papers.rf_matid import CONFIGS
+    from iclr26.papers.rf_matid import experiment as ex
+
+    cfg = CONFIGS["quick"]
+    dist = np.repeat(np.array(DISTANCES_MM), 4)
+    x, y = np.zeros((len(dist), 8, 2), np.float32), np.zeros(len(dist), np.int64)
+    tr, va, tv = ex.tuning_indices(dist, cfg, 0)
+    assert not np.isin(dist[np.concatenate([tr, va, tv])], S2_VAL["mod1"]).any()
+    assert len(set(tr) | set(va) | set(tv)) == len(tr) + len(va) + len(tv)
+    seen = []
+
+    def fake_fit(name, x_, y_, f_, tr_, va_, lr, cfg_, seed, *a, **k):
+        seen.append(lr)
+        return lr
+
+    def fake_predict(lr, xs):  # accuracy peaks at lr = 0.1 (log-scale), above the grid's top 1e-2
+        acc = 1.0 - abs(np.log10(lr) + 1.0) / 4
+        return np.where(np.arange(len(xs)) < acc * len(xs), 0, 1)
+
+    monkeypatch.setattr(ex, "_fit", fake_fit)
+    monkeypatch.setattr(ex, "_predict", fake_predict)
+
+    class Ctx:
+        def log(self, msg):
+            pass
+
+    best = ex._tune("cnn", x, y, None, dist, cfg, 0, Ctx())
+    assert max(seen) > max(cfg.net_lr_grid) and 0.09 < best < 0.12 and max(seen) < 1.0

@@ -40,30 +40,33 @@ def _fit(name, x, y, f, tr, va, lr, cfg: Cfg, seed: int, n_classes: int = 16, y_
     return fit_net(name, x[tr], yt[tr], x[va], yt[va], n_classes, f, tc, seed)[0]
 
 
-def _tune(name, x, y, f, dist, cfg: Cfg, seed: int, ctx) -> float:
-    """One rule for every model: the learning rate with the best accuracy on held-out *training* distances of S2-mod1
-    (every 4th of its 26 training distances), trained on the others; a geometric grid extended while an edge wins."""
+def tuning_indices(dist, cfg: Cfg, seed: int):
+    """The tuning split of one world: train on S2-mod1's training distances minus every 4th (early stopping on a random
+    ``val_frac`` of them), score on the held-out 4th ones. No test distance of any split's mod1 is ever seen."""
     train_d = [d for d in DISTANCES_MM if d not in S2_VAL["mod1"]]
     held = train_d[1::4]
     pool = np.flatnonzero(np.isin(dist, train_d) & ~np.isin(dist, held))
-    tv = np.flatnonzero(np.isin(dist, held))
     tr, va = validation_split(pool, cfg.val_frac, seed)
-    grid = sorted(cfg.gb_lr_grid if name == "gb" else cfg.net_lr_grid)
-    lo, hi = (0.005, 1.0) if name == "gb" else (1e-4, 0.1)
-    scores: dict[float, float] = {}
-    while True:
-        for lr in grid:
-            if lr not in scores:
-                scores[lr] = float((_predict(_fit(name, x, y, f, tr, va, lr, cfg, seed), x[tv]) == y[tv]).mean())
-        best = max(grid, key=lambda v: (scores[v], -abs(np.log(v / grid[len(grid) // 2]))))
-        ratio = grid[1] / grid[0]
-        if best == grid[0] and scores[grid[0]] > scores[grid[1]] and grid[0] / ratio >= lo:
-            grid = [grid[0] / ratio] + grid
-        elif best == grid[-1] and scores[grid[-1]] > scores[grid[-2]] and grid[-1] * ratio <= hi:
-            grid = grid + [grid[-1] * ratio]
-        else:
-            ctx.log(f"seed {seed} {name}: lr grid {[f'{v:g}:{scores[v]:.3f}' for v in grid]} -> {best:g}")
-            return best
+    return tr, va, np.flatnonzero(np.isin(dist, held))
+
+
+def _tune(name, x, y, f, dist, cfg: Cfg, seed: int, ctx) -> float:
+    """One rule for every model (`iclr26.probing.tuning.tune_on_grid`): the learning rate with the best accuracy on
+    held-out *training* distances of S2-mod1 (`tuning_indices`); a geometric grid extended past any edge pick. A net's
+    OneCycle max_lr must stay below 1 (a candidate at or above it scores -inf)."""
+    from iclr26.probing.tuning import tune_on_grid
+
+    tr, va, tv = tuning_indices(dist, cfg, seed)
+
+    def evaluate(lr):
+        if name != "gb" and lr >= 1.0:
+            return -np.inf, None
+        return float((_predict(_fit(name, x, y, f, tr, va, lr, cfg, seed), x[tv]) == y[tv]).mean()), None
+
+    res = tune_on_grid(evaluate, cfg.gb_lr_grid if name == "gb" else cfg.net_lr_grid, max_extensions=4)
+    ctx.log(f"seed {seed} {name}: lr grid {[f'{v:g}:{res.scores[v]:.3f}' for v in res.grid]} -> {res.best:g}"
+            + (" (still an edge)" if res.at_edge else ""))  # fmt: skip
+    return res.best
 
 
 def run(cfg: Cfg, seed: int, ctx) -> dict[str, float]:
@@ -85,7 +88,7 @@ def _run(cfg: Cfg, seed: int, ctx) -> dict[str, float]:
     t1 = time.time()
     if cfg.tune:
         lrs = {name: _tune(name, x, y, f, ds.distance_mm, cfg, seed, ctx) for name in cfg.models}
-    else:  # the values the same rule chose on seed 0 (Cfg.lr_*)
+    else:  # the values the same rule chose on the tuning lab (`tune.py`, seed 100; Cfg.lr_*)
         lrs = {name: getattr(cfg, f"lr_{name}") for name in cfg.models}
     m["tune_seconds"] = time.time() - t1
     m.update({f"lr_{k}": v for k, v in lrs.items()})

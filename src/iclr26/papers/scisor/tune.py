@@ -2,10 +2,11 @@
 evaluation seeds): `python -m iclr26.papers.scisor.tune --scale quick`.
 
 Rule (the same for every model): train with AdamW at each learning rate of the grid until the model's own validation
-loss stops improving (the run's early stopping), pick the rate with the lowest validation loss; if it is an edge of the
-grid, extend the grid by a factor 3 past that edge and repeat, until the pick is interior. The Spearman ρ of single
-deletion scores on validation wild types is printed for information only (it plays no part in the choice). The
-picked rates are written into the card's `Cfg` (`lr_scisor`, `lr_ar`, `lr_mlm`) by hand and listed in the docs."""
+loss stops improving (the run's early stopping), pick the rate with the lowest validation loss; while the pick is an
+edge of the grid, extend the grid by its ratio (×3) past that edge (`iclr26.probing.tuning.tune_on_grid`, the
+project's rule). The Spearman ρ of single deletion scores on validation wild types is printed for information only
+(it plays no part in the choice). The picked rates are written into the card's `Cfg` (`lr_scisor`, `lr_ar`,
+`lr_mlm`) by hand and listed in the docs."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import time
 import numpy as np
 import torch
 
+from iclr26.probing.tuning import tune_on_grid
 from iclr26.science.scisor import score_deletions
 
 from . import CONFIGS
@@ -44,26 +46,21 @@ def tune(scale: str = "quick", models=("scisor", "ar", "mlm"), grid=(1e-3, 3e-3,
     torch.set_num_threads(1)
     picks = {}
     for name in models:
-        lrs, results = sorted(grid), {}
-        for _ in range(max_extend + 1):
-            for lr in lrs:
-                if lr in results:
-                    continue
-                t0 = time.time()
-                model, rec = train_model(name, cfg, data, TUNING_SEED, lr)
-                rho = _val_rho(name, model, data["world"].families, np.random.default_rng(7))
-                results[lr] = {"val": rec["best_val"], "steps": rec["steps"], "best_step": rec["best_step"],
-                               "capped": rec["capped"], "rho_single_val": rho, "seconds": time.time() - t0}  # fmt: skip
-                print(name, f"lr {lr:g}", json.dumps(results[lr]), flush=True)
-            best = min(results, key=lambda k: results[k]["val"])
-            if best == min(results):
-                lrs = [best / 3] + sorted(results)
-            elif best == max(results):
-                lrs = sorted(results) + [best * 3]
-            else:
-                break
-        picks[name] = {"lr": best, "grid": {f"{k:g}": v for k, v in sorted(results.items())}}
-        print(name, "picked", f"{best:g}", flush=True)
+        results = {}
+
+        def evaluate(lr, name=name, results=results):
+            t0 = time.time()
+            model, rec = train_model(name, cfg, data, TUNING_SEED, lr)
+            rho = _val_rho(name, model, data["world"].families, np.random.default_rng(7))
+            results[lr] = {"val": rec["best_val"], "steps": rec["steps"], "best_step": rec["best_step"],
+                           "capped": rec["capped"], "rho_single_val": rho, "seconds": time.time() - t0}  # fmt: skip
+            print(name, f"lr {lr:g}", json.dumps(results[lr]), flush=True)
+            return -rec["best_val"], None  # the project's rule: highest score = lowest validation loss
+
+        res = tune_on_grid(evaluate, grid, max_extensions=max_extend)
+        grid_out = {f"{k:g}": v for k, v in sorted(results.items())}
+        picks[name] = {"lr": res.best, "at_edge": res.at_edge, "grid": grid_out}
+        print(name, "picked", f"{res.best:g}", "(edge)" if res.at_edge else "", flush=True)
     return picks
 
 

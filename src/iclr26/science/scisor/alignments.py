@@ -46,32 +46,28 @@ def _log_match(x0, xt, len0, lent):
 def _log_prefix(lm: torch.Tensor) -> torch.Tensor:
     """P as [B, N+1, L+1] (log)."""
     b, lmax, n = lm.shape
-    cols = [torch.zeros(b, n + 1, dtype=lm.dtype, device=lm.device)]  # P[:, 0] = 1
+    out = torch.full((b, n + 1, lmax + 1), NEG_INF, dtype=lm.dtype, device=lm.device)
+    out[:, :, 0] = 0.0  # P[:, 0] = 1
     for j in range(1, lmax + 1):
-        # P[i, j] = Σ_{i' < i} 1[X0_{j-1} = Xt_{i'}] P[i', j-1]  (cumulative sum of the recursion)
-        inc = cols[-1][:, :-1] + lm[:, j - 1, :]
-        first = torch.full((b, 1), NEG_INF, dtype=lm.dtype, device=lm.device)
-        cols.append(torch.cat([first, torch.logcumsumexp(inc, dim=1)], dim=1))
-    return torch.stack(cols, dim=2)
+        # P[i, j] = Σ_{i' < i} 1[X0_{j-1} = Xt_{i'}] P[i', j-1]  (cumulative sum of the recursion); P[0, j] = 0
+        out[:, 1:, j] = torch.logcumsumexp(out[:, :-1, j - 1] + lm[:, j - 1, :], dim=1)
+    return out
 
 
 def _log_suffix(lm: torch.Tensor, len0: torch.Tensor) -> torch.Tensor:
     """S as [B, N+1, L+1] (log); column j = len0[b] is all ones for sequence b, columns beyond it are -inf."""
     b, lmax, n = lm.shape
-    cols: list[torch.Tensor] = [None] * (lmax + 1)  # type: ignore[list-item]
-    ones = torch.zeros(b, n + 1, dtype=lm.dtype, device=lm.device)
-    is_end = (len0 == lmax).to(lm.device)[:, None]
-    cols[lmax] = torch.where(is_end, ones, torch.full_like(ones, NEG_INF))
+    out = torch.full((b, n + 1, lmax + 1), NEG_INF, dtype=lm.dtype, device=lm.device)
+    len0 = len0.to(lm.device)
+    rows = torch.arange(b, device=lm.device)
+    out[rows, :, len0] = 0.0  # S[:, len0] = 1 (the empty suffix embeds once anywhere)
     for j in range(lmax - 1, -1, -1):
-        # S[i, j] = Σ_{i' ≥ i} 1[X0_j = Xt_{i'}] S[i'+1, j+1]  (reverse cumulative sum)
-        inc = cols[j + 1][:, 1:] + lm[:, j, :]
-        rev = torch.logcumsumexp(inc.flip(1), dim=1).flip(1)
-        col = torch.cat([rev, torch.full((b, 1), NEG_INF, dtype=lm.dtype, device=lm.device)], dim=1)
-        is_end = (len0 == j).to(lm.device)[:, None]
-        col = torch.where(is_end, ones, col)
-        col = torch.where((len0 < j).to(lm.device)[:, None], torch.full_like(ones, NEG_INF), col)
-        cols[j] = col
-    return torch.stack(cols, dim=2)
+        # S[i, j] = Σ_{i' ≥ i} 1[X0_j = Xt_{i'}] S[i'+1, j+1]  (reverse cumulative sum); S[N, j] = 0 for j < len0
+        inc = out[:, 1:, j + 1] + lm[:, j, :]
+        col = torch.logcumsumexp(inc.flip(1), dim=1).flip(1)
+        live = (len0 > j)[:, None]  # rows whose X_0 extends past j; the others keep their 1 (j = len0) or -inf
+        out[:, :-1, j] = torch.where(live, col, out[:, :-1, j])
+    return out
 
 
 @torch.no_grad()
