@@ -201,3 +201,27 @@ def test_smoke_run():
     assert m["expert_short_success"] == 1.0 and m["expert_long_success"] == 1.0
     for k in ("none_few_long_success", "world_model_few_long_success", "gain_long_few", "wm_minus_none_few"):
         assert np.isfinite(m[k])
+
+
+# --- training to convergence ----------------------------------------------------------------------------------------
+def test_train_stops_on_plateau_and_halves_the_lr():
+    from iclr26.embodied.univla import TrainSpec, train
+
+    fast, vocab = _setup()
+    _, ids, mask = _seq("policy")
+    data = (ids[None].repeat(4, 0), mask[None].repeat(4, 0), np.zeros((4, 3, 25, 48), np.float32))
+    sampler = lambda rng, b: tuple(x[:b] for x in data)  # noqa: E731
+    # an LR too small to move the loss: the first evaluation is the best, then `patience` bad ones stop the run,
+    # cutting the LR after every `decay_patience` bad ones (at 2 and 4 of 5), long before the cap
+    model = UnifiedVLA(vocab.size, (vocab.vision0, vocab.action0), TINY)
+    spec = TrainSpec(steps=500, batch=2, lr=1e-12, warmup=1, eval_every=3, patience=5, decay_patience=2, decay=0.5)
+    log = train(model, sampler, spec, val=data)
+    assert log["steps"] == 3 * 6 and not log["capped"] and log["lr_scale"] == 0.25
+    # a learnable loss keeps improving: the run reaches the cap and says so; the best weights are restored
+    model = UnifiedVLA(vocab.size, (vocab.vision0, vocab.action0), TINY)
+    log = train(model, sampler, TrainSpec(steps=12, batch=2, lr=1e-2, warmup=1, eval_every=3), val=data)
+    assert log["capped"] and log["steps"] == 12
+    from iclr26.embodied.univla import evaluate_loss
+
+    assert evaluate_loss(model, data) == pytest.approx(log["best_val"], abs=1e-6)
+    assert log["best_val"] == min(v for _, v in log["val"])

@@ -41,12 +41,20 @@ class TrainSpec:
     warmup: int = field(default=20, metadata={"help": "linear warm-up steps (not stated; ours)"})
     eval_every: int = field(default=25, metadata={"help": "steps between validation losses (early stopping; ours)"})
     patience: int = field(default=4, metadata={"help": "evaluations without improvement before stopping (ours)"})
+    decay_patience: int = field(
+        default=2, metadata={"help": "with validation: evaluations without improvement before the LR is cut (ours)"}
+    )
+    decay: float = field(default=0.5, metadata={"help": "with validation: LR factor at each plateau (ours)"})
 
     def __post_init__(self):
-        if min(self.steps, self.batch, self.eval_every, self.patience) < 1 or self.warmup < 0:
-            raise ValueError(f"TrainSpec: steps, batch, eval_every, patience must be >= 1, warmup >= 0; got {self}")
+        if min(self.steps, self.batch, self.eval_every, self.patience, self.decay_patience) < 1 or self.warmup < 0:
+            raise ValueError(
+                f"TrainSpec: steps, batch, eval_every, patience, decay_patience must be >= 1, warmup >= 0; got {self}"
+            )
         if not self.lr > 0:
             raise ValueError(f"TrainSpec.lr must be > 0, got {self.lr!r}")
+        if not 0 < self.decay <= 1:
+            raise ValueError(f"TrainSpec.decay must be in (0, 1], got {self.decay!r}")
 
 
 class UnifiedVLA(nn.Module):
@@ -134,21 +142,28 @@ def evaluate_loss(model, data, batch: int = 128) -> float:
 
 
 def train(model, sampler, spec: TrainSpec, seed: int = 0, val=None, desc: str = "train", quiet: bool = True) -> dict:
-    """AdamW with warm-up and cosine decay on batches from ``sampler(rng, batch)``. With ``val`` (fixed arrays),
-    early stopping: every ``eval_every`` steps the validation loss is measured, the best weights are kept and training
-    stops after ``patience`` evaluations without improvement. Returns a small log."""
+    """AdamW on batches from ``sampler(rng, batch)`` after a linear warm-up.
+
+    Without ``val``: cosine decay to 0 over ``spec.steps`` (a fixed budget, as the paper's post-training).
+    With ``val`` (fixed arrays): train to convergence. Every ``eval_every`` steps the validation loss is measured and
+    the best weights are kept; the LR stays constant and is multiplied by ``decay`` after ``decay_patience``
+    evaluations without improvement (reduce-on-plateau), and training stops after ``patience`` evaluations without
+    improvement; ``steps`` is only a safety cap (the log says whether it was hit). Returns a small log."""
     rng = np.random.default_rng(seed)
     torch.manual_seed(seed)
     opt = torch.optim.AdamW(model.parameters(), lr=spec.lr, weight_decay=0.01)
+    scale = [1.0]  # the plateau factor (validation mode)
 
     def lr_at(step):
         if step < spec.warmup:
             return (step + 1) / spec.warmup
+        if val is not None:
+            return scale[0]
         return 0.5 * (1 + np.cos(np.pi * (step - spec.warmup) / max(1, spec.steps - spec.warmup)))
 
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_at)
     best, best_state, bad, log = float("inf"), None, 0, {"val": []}
-    step = 0
+    step, stopped = 0, False
     for step in tqdm(range(spec.steps), desc=desc, disable=quiet, leave=False):
         model.train()
         loss = _batch_loss(model, *sampler(rng, spec.batch))
@@ -165,9 +180,13 @@ def train(model, sampler, spec: TrainSpec, seed: int = 0, val=None, desc: str = 
             else:
                 bad += 1
                 if bad >= spec.patience:
+                    stopped = True
                     break
+                if bad % spec.decay_patience == 0:
+                    scale[0] *= spec.decay
     if best_state is not None:
         model.load_state_dict(best_state)
-    log.update(steps=step + 1, best_val=best, last_loss=float(loss.item()))
+    log.update(steps=step + 1, best_val=best, last_loss=float(loss.item()), capped=val is not None and not stopped,
+               lr_scale=scale[0])  # fmt: skip
     model.eval()
     return log

@@ -107,18 +107,27 @@ class EpisodeTokens:
 def make_sampler(data: EpisodeTokens, task: str, noop, n_frames: int = 4, stride: int = 3):
     """A function rng, batch -> (ids, mask, patches) arrays of one stage (fixed lengths: text is padded)."""
 
+    cache = {}  # (episode, t) -> sample: each one is tokenised once, however often it is drawn
+
+    def item(i: int, t: int):
+        if (i, t) not in cache:
+            if task == "policy":
+                cache[i, t] = data.policy_sample(i, t, noop)
+            elif task == "action_only":
+                cache[i, t] = data.action_sample(i, t, noop)
+            else:
+                cache[i, t] = data.video_sample(i, t, n_frames, stride, task)
+        return cache[i, t]
+
     def sample(rng, batch):
         out = []
         for _ in range(batch):
             i = int(rng.integers(len(data)))
             T = len(data.eps[i]["actions"])
-            if task == "policy":
-                out.append(data.policy_sample(i, int(rng.integers(T)), noop))
-            elif task == "action_only":
-                out.append(data.action_sample(i, int(rng.integers(T)), noop))
+            if task in ("policy", "action_only"):
+                out.append(item(i, int(rng.integers(T))))
             else:
-                start = int(rng.integers(max(1, T - stride * (n_frames - 1) + 1)))
-                out.append(data.video_sample(i, start, n_frames, stride, task))
+                out.append(item(i, int(rng.integers(max(1, T - stride * (n_frames - 1) + 1)))))
         ids, mask, patches = zip(*out)
         return np.array(ids), np.array(mask), np.stack(patches)
 

@@ -73,7 +73,8 @@ class _Setup:
 
 
 def _spec(cfg: Cfg, steps: int) -> TrainSpec:
-    return TrainSpec(steps=steps, batch=cfg.batch, lr=cfg.lr, eval_every=cfg.eval_every, patience=cfg.patience)
+    return TrainSpec(steps=steps, batch=cfg.batch, lr=cfg.lr, eval_every=cfg.eval_every, patience=cfg.patience,
+                     decay_patience=cfg.decay_patience)  # fmt: skip
 
 
 def post_train(s: _Setup, arm: str, ctx):
@@ -96,7 +97,8 @@ def finetune(s: _Setup, model, n_demos: int, arm: str, ctx) -> dict:
     log = train(model, sampler, _spec(s.cfg, s.cfg.ft_steps), seed=s.seed + 1, val=s.val, desc=f"finetune {arm}",
                 quiet=ctx.quiet)  # fmt: skip
     pol = s.policy(model)
-    out = {"ft_steps": float(log["steps"]), "val_loss": log["best_val"], "ft_seconds": time.time() - t0}
+    out = {"ft_steps": float(log["steps"]), "ft_capped": float(log["capped"]), "val_loss": log["best_val"],
+           "ft_seconds": time.time() - t0}  # fmt: skip
     for n, name in ((1, "short"), (3, "long")):
         r = evaluate(pol, n, s.eval_seeds[n])
         out[f"{name}_success"], out[f"{name}_completed"] = r["success"], r["completed"]
@@ -140,7 +142,8 @@ def _run(cfg: Cfg, seed: int, ctx) -> dict[str, float]:
             m[f"{arm}_{regime}_{k}"] = v
         ctx.log(
             f"seed {seed}: {arm:12s} {regime:4s} short {r['short_success']:.2f} long {r['long_success']:.2f} "
-            f"(completed {r['long_completed']:.2f}/3), {r['ft_steps']:.0f} ft steps, {r['ft_seconds']:.1f}s"
+            f"(completed {r['long_completed']:.2f}/3), {r['ft_steps']:.0f} ft steps{' (CAP)' * bool(r['ft_capped'])}, "
+            f"val {r['val_loss']:.3f}, {r['ft_seconds']:.1f}s"
         )
     for arm in cfg.arms:
         if arm != "world_model":
