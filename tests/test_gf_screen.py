@@ -269,3 +269,35 @@ def test_world_is_deterministic_under_a_seed_with_exact_masks():
     assert np.allclose(w, [0, 0, 0.5, 1, 1])
     with pytest.raises(ValueError, match="size"):
         CTWorldConfig(size=(8, 8, 8))
+
+
+# ---------------------------------------------------------------- the Focus loss
+
+
+def test_focus_loss_is_the_codes_dicece_by_default_and_weighted_ce_without_dice():
+    from monai.losses import DiceCELoss
+
+    from iclr26.science.gf_screen import TrainConfig, focus_loss
+
+    torch.manual_seed(0)
+    out = torch.randn(3, 2, 4, 4, 4)
+    y = (torch.rand(3, 1, 4, 4, 4) < 0.1).float()
+    y[0] = 0  # a lesion-free crop
+    ref = DiceCELoss(to_onehot_y=True, softmax=True)(out, y)
+    assert torch.allclose(focus_loss(TrainConfig())(out, y), ref)  # the official code's loss
+    # weighted CE alone: −Σ w_y log p_y / Σ w_y over all voxels, w = (1, 20)
+    logp = torch.log_softmax(out, 1)
+    yl = y[:, 0].long()
+    w = torch.where(yl == 1, 20.0, 1.0)
+    hand = -(w * logp.gather(1, yl[:, None])[:, 0]).sum() / w.sum()
+    got = focus_loss(TrainConfig(dice_weight=0.0, fg_class_weight=20.0))(out, y)
+    assert torch.allclose(got, hand, atol=1e-6)
+    # the failure mode it avoids: per-sample Dice on a lesion-free crop stays ~0.5 (foreground Dice 0) until p_fg is
+    # essentially 0 everywhere, while the weighted CE of p_fg = 0.01 on that crop is already ~0.01
+    empty = torch.zeros(1, 1, 4, 4, 4)
+    small = torch.stack([torch.zeros(4, 4, 4), torch.full((4, 4, 4), float(np.log(0.01 / 0.99)))])[None]
+    dice_only = DiceCELoss(to_onehot_y=True, softmax=True, lambda_ce=0.0)(small, empty)
+    assert dice_only > 0.49
+    assert focus_loss(TrainConfig(dice_weight=0.0, fg_class_weight=20.0))(small, empty) < 0.011
+    with pytest.raises(ValueError, match="dice_weight"):
+        TrainConfig(dice_weight=-1.0)

@@ -10,8 +10,10 @@ from a seed, deterministically:
 3. **Texture**: organ-interior texture from the real CT slice shipped with pydicom (``CT_small.dcm``, 128×128): random
    high-pass patches of it, scaled to a few HU, tiled over the slices.
 4. **Lesions** (label 1): 0–3 ellipsoids in a host organ (radii 2–4.5 voxels in-plane, half that along z, as a
-   1×1×2 mm grid would show them), hypodense (ΔHU ∈ [−60, −20]) or hyperdense ([+20, +40]); lung nodules +700 HU
-   inside a lung. Their boundary is blurred (Gaussian σ = 0.8 voxel); the label is the ellipsoid itself.
+   1×1×2 mm grid would show them), hypodense (ΔHU ∈ [−60, −20]) or hyperdense ([+20, +40]); solid lung nodules
+   +850 HU inside a lung (soft tissue, about 0 to +20 HU at the centre of the larger ones after the blur, inside the
+   abdominal window; the first version's +700 left most nodules below the window's −175 HU, labelled but
+   invisible). Their boundary is blurred (Gaussian σ = 0.8 voxel); the label is the ellipsoid itself.
 5. **Distractors** (label 0, the false-positive bait): bright vessel segments (radius 1–1.5, 150 HU) and benign
    sharp-edged cysts (−10 HU) inside organs, in every volume, with or without lesions.
 6. **Acquisition**: Gaussian noise σ = 15 HU, a smooth multiplicative bias field (±5 %) and, in a third of the
@@ -182,7 +184,7 @@ def make_ct_volume(seed: int, cfg: CTWorldConfig | None = None) -> CTVolume:
             if c is None:
                 continue
             kind = "nodule" if host == "lung" else ("hypo" if rng.random() < 0.6 else "hyper")
-            d = 700.0 if kind == "nodule" else rng.uniform(*(cfg.hypo_hu if kind == "hypo" else cfg.hyper_hu))
+            d = 850.0 if kind == "nodule" else rng.uniform(*(cfg.hypo_hu if kind == "hypo" else cfg.hyper_hu))
             hu += d * ndimage.gaussian_filter(m.astype(np.float64), 0.8)  # blurred boundary
             label[m] = 1
             taken |= ndimage.binary_dilation(m, iterations=2)

@@ -25,7 +25,7 @@ from .screen import (
     volume_metrics,
     window_outputs,
 )
-from .train import CropSampler, GlanceSpec, TrainConfig, train_glance_focus
+from .train import CropSampler, GlanceSpec, TrainConfig, focus_loss, train_glance_focus
 
 __all__ = [
     "CropSampler",
@@ -36,6 +36,7 @@ __all__ = [
     "WindowCache",
     "aggregate",
     "balanced_glance_ce",
+    "focus_loss",
     "detection_reward",
     "dice_reward",
     "glance_scores",

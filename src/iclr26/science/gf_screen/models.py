@@ -13,6 +13,18 @@ from __future__ import annotations
 from torch import nn
 
 
+class FixedStandardise(nn.Module):
+    """x → (x − centre) · scale, fixed (no parameters): centres the windowed [0, 1] CT intensities on soft tissue so
+    that a normalisation-free network sees lesion contrasts (20–60 HU ≈ 0.05–0.14 window units) of order 0.5–1."""
+
+    def __init__(self, centre: float = 0.45, scale: float = 8.0):
+        super().__init__()
+        self.centre, self.scale = float(centre), float(scale)
+
+    def forward(self, x):
+        return (x - self.centre) * self.scale
+
+
 def make_glance(widths=(8, 16, 32, 32), layers=(1, 1, 1, 1)) -> nn.Module:
     """MONAI ``ResNet`` as the Glance classifier (stem: 3³ conv stride 2 + max-pool, so a 16³ window costs little)."""
     from monai.networks.nets import ResNet
@@ -27,7 +39,7 @@ def make_glance(widths=(8, 16, 32, 32), layers=(1, 1, 1, 1)) -> nn.Module:
 
 def make_focus(kind: str = "unet", channels=(8, 16, 32), roi=(16, 16, 16), feature_size: int = 48) -> nn.Module:
     """The Focus segmenter: ``"unet"`` (MONAI UNet, strides 2, one residual unit per level), ``"basicunet"``,
-    ``"fcn"`` (MONAI convolution blocks without normalisation; learns the CT world far faster on a CPU) or
+    ``"fcn"`` (a fixed input standardisation, then MONAI convolution blocks without normalisation; ours, for CPU) or
     ``"swinunetr"`` (the paper's network; needs roi sides divisible by 32)."""
     from monai.networks import nets
 
@@ -42,6 +54,7 @@ def make_focus(kind: str = "unet", channels=(8, 16, 32), roi=(16, 16, 16), featu
 
         c = channels[0] * 2
         return nn.Sequential(
+            FixedStandardise(),  # (x − 0.45)·8: 0.45 ≈ 15 HU in the [−175, 250] window, 1 unit ≈ 53 HU (ours)
             Convolution(3, 1, c, act="relu", norm=None),
             Convolution(3, c, c, act="relu", norm=None),
             Convolution(3, c, c, act="relu", norm=None, dilation=2, padding=2),

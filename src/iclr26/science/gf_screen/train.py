@@ -28,8 +28,12 @@ class TrainConfig:
     crops_per_volume: int = field(default=4, metadata={"help": "crops per CT (code sw_batch_size: 4); N = 16"})
     roi: tuple[int, int, int] = field(default=(16, 16, 16), metadata={"help": "crop size (paper: 96×96×64)"})
     fg_class_weight: float = field(default=1.0, metadata={"help": "CE weight of the lesion class (code: 1, none)"})
+    dice_weight: float = field(
+        default=1.0, metadata={"help": "weight λ of the Dice term of the Focus loss λ·Dice + CE (code: 1; 0 = CE only)"}
+    )
     batch_dice: bool = field(default=False, metadata={"help": "Dice over the whole group (code: per sample)"})
     lr: float = field(default=3e-4, metadata={"help": "AdamW learning rate of both models (code: 3e-4)"})
+    focus_lr: float | None = field(default=None, metadata={"help": "Focus learning rate if not `lr` (code: = lr)"})
     weight_decay: float = field(default=1e-5, metadata={"help": "AdamW weight decay (code reg_weight: 1e-5)"})
     warmup_epochs: float = field(default=1.0, metadata={"help": "linear warm-up, then cosine (code: 1 epoch)"})
     refresh_epochs: float = field(default=1.0, metadata={"help": "epochs between π_old refreshes (code: 1)"})
@@ -49,8 +53,12 @@ class TrainConfig:
             raise ValueError("TrainConfig: a group needs >= 2 sub-volumes (volumes_per_step * crops_per_volume)")
         if self.fg_class_weight <= 0:
             raise ValueError(f"TrainConfig.fg_class_weight must be > 0, got {self.fg_class_weight!r}")
+        if self.dice_weight < 0:
+            raise ValueError(f"TrainConfig.dice_weight must be >= 0, got {self.dice_weight!r}")
         if self.context < 1:
             raise ValueError(f"TrainConfig.context must be >= 1, got {self.context!r}")
+        if self.focus_lr is not None and self.focus_lr <= 0:
+            raise ValueError(f"TrainConfig.focus_lr must be > 0 or None, got {self.focus_lr!r}")
         if self.lr <= 0 or self.weight_decay < 0 or self.refresh_epochs <= 0 or self.warmup_epochs < 0:
             raise ValueError(f"TrainConfig: lr, refresh_epochs > 0 and weight_decay, warmup_epochs >= 0, got {self!r}")
 
@@ -112,6 +120,28 @@ class GlanceSpec:
     history: list = field(default_factory=list)
 
 
+def focus_loss(cfg: TrainConfig):
+    """The Focus loss ``λ·Dice + CE(weight = [1, w_fg])`` on logits [N, 2, ...] and labels [N, 1, ...].
+
+    With λ = 1 and w_fg = 1 it is MONAI's ``DiceCELoss(to_onehot_y=True, softmax=True)``, the official code's loss
+    (per-sample soft Dice including the background channel, plus unweighted CE). Per-sample Dice on a lesion-free crop
+    is minimised only by p_fg → 0 everywhere, which at CPU scale (few steps, most crops empty) keeps the lesion
+    probability below 0.5, so argmax never fires and the binary reward is always 0; ``dice_weight=0`` with a
+    lesion-class weight in the CE is the reproduction's fix (see docs, "Deviations")."""
+    from monai.losses import DiceCELoss
+
+    dice_ce = DiceCELoss(to_onehot_y=True, softmax=True, batch=cfg.batch_dice, lambda_dice=cfg.dice_weight)
+    if cfg.fg_class_weight == 1.0:
+        return dice_ce
+    w = torch.tensor([1.0, cfg.fg_class_weight])
+
+    def loss(out: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        ce = torch.nn.functional.cross_entropy(out, y[:, 0].long(), weight=w)  # weighted mean over voxels
+        return ce if cfg.dice_weight == 0 else cfg.dice_weight * dice_ce.dice(out, y) + ce
+
+    return loss
+
+
 def train_glance_focus(
     images: np.ndarray,
     labels: np.ndarray,
@@ -122,23 +152,13 @@ def train_glance_focus(
     progress: bool = False,
 ) -> dict[str, list]:
     """Train the Focus model and every Glance model on the same stream of groups; returns per-step histories."""
-    from monai.losses import DiceCELoss
     from monai.optimizers import WarmupCosineSchedule
 
     torch.manual_seed(seed)
     sampler = CropSampler(images, labels, cfg, seed)
     steps_per_epoch = max(1, len(images) // cfg.volumes_per_step)
-    seg_loss = DiceCELoss(to_onehot_y=True, softmax=True, batch=cfg.batch_dice)
-    if cfg.fg_class_weight != 1.0:  # class-weighted CE beside the Dice term (not in the paper; see docs)
-        from monai.losses import DiceLoss
-
-        dice = DiceLoss(to_onehot_y=True, softmax=True, batch=cfg.batch_dice)
-        w = torch.tensor([1.0, cfg.fg_class_weight])
-
-        def seg_loss(out, y):
-            return dice(out, y) + torch.nn.functional.cross_entropy(out, y[:, 0].long(), weight=w)
-
-    opt_f = torch.optim.AdamW(focus.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+    seg_loss = focus_loss(cfg)
+    opt_f = torch.optim.AdamW(focus.parameters(), lr=cfg.focus_lr or cfg.lr, weight_decay=cfg.weight_decay)
     sched = WarmupCosineSchedule(opt_f, int(cfg.warmup_epochs * steps_per_epoch), cfg.steps)  # Focus only, as code
     for spec in glances.values():
         spec.opt = torch.optim.AdamW(spec.model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
