@@ -1,0 +1,134 @@
+"""Finetuning a compressed student by knowledge distillation from the floating-point teacher (MBOK §4).
+
+Loss (the paper says "KD from the FP16 teacher"; the exact form is not stated, ours is OneBit's):
+
+    L = KL(p_teacher ‖ p_student)  +  γ · mean_l MSE(LN(h_l^student), LN(h_l^teacher))
+
+over next-token distributions and the (parameter-free layer-normalised) hidden states of every block. The Boolean
+kernels are updated by :class:`BooleanOptimizer` (bit flips, no latent weights); every other trainable tensor of the
+student (scalings ``a_k, b_k``, norms, biases; for the OneBit baseline also its latent weights) by AdamW. Embeddings
+and the head stay frozen.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from tqdm.auto import tqdm
+
+from .baselines import OneBitLinear
+from .config import MBOKConfig
+from .model import boolean_layers
+from .optim import BooleanOptimizer
+
+
+def kd_loss(student_out, teacher_out, gamma: float = 1.0) -> torch.Tensor:
+    """KL(teacher ‖ student) per token + γ × mean over layers of the MSE between normalised hidden states."""
+    s_logp = F.log_softmax(student_out.logits.float(), -1)
+    t_logp = F.log_softmax(teacher_out.logits.float(), -1)
+    kl = (t_logp.exp() * (t_logp - s_logp)).sum(-1).mean()
+    if gamma == 0 or student_out.hidden_states is None:
+        return kl
+    hs, ht = student_out.hidden_states[1:], teacher_out.hidden_states[1:]
+    mse = sum(F.mse_loss(F.layer_norm(a, a.shape[-1:]), F.layer_norm(b, b.shape[-1:])) for a, b in zip(hs, ht))
+    return kl + gamma * mse / len(hs)
+
+
+def trainable_fp_params(student: nn.Module) -> list[nn.Parameter]:
+    """Every parameter but embeddings (token and position) and the head: those stay frozen (not stated; ours)."""
+    frozen = {id(p) for m in student.modules() if isinstance(m, nn.Embedding) for p in m.parameters()}
+    head = student.get_output_embeddings() if hasattr(student, "get_output_embeddings") else None
+    if head is not None:
+        frozen.update(id(p) for p in head.parameters())
+    return [p for p in student.parameters() if id(p) not in frozen]
+
+
+def state_bytes(fp_opt: torch.optim.Optimizer | None, bool_opt: BooleanOptimizer | None, latent=()) -> dict:
+    """Measured optimiser memory: bytes of every tensor the optimisers keep between steps (+ latent weights)."""
+    fp = 0
+    if fp_opt is not None:
+        for st in fp_opt.state.values():
+            fp += sum(t.nbytes for t in st.values() if torch.is_tensor(t) and t.dim() > 0)
+    boolean = sum(t.nbytes for t in bool_opt.state_tensors()) if bool_opt is not None else 0
+    return {"fp_state": fp, "boolean_state": boolean, "latent": sum(t.nbytes for t in latent)}
+
+
+def distill(
+    student: nn.Module,
+    teacher: nn.Module,
+    blocks: torch.Tensor,
+    cfg: MBOKConfig,
+    boolean: bool = True,
+    progress: bool = True,
+    desc: str = "MBOK finetune",
+) -> dict:
+    """Finetune ``student`` towards ``teacher`` on token blocks ``[N, T]`` for ``cfg.steps`` steps.
+
+    ``boolean=True``: Boolean kernels (``cfg.kernels``) by bit flips + AdamW on the rest (MBOK). ``boolean=False``:
+    AdamW on every trainable tensor (latent-weight QAT baselines such as OneBit). Returns losses, flip rates and
+    the measured optimiser-state bytes.
+    """
+    if blocks.dim() != 2 or len(blocks) == 0:
+        raise ValueError(f"distill expects token blocks [N, T] with N ≥ 1, got shape {tuple(blocks.shape)}")
+    with torch.enable_grad():
+        return _distill(student, teacher, blocks, cfg, boolean, progress, desc)
+
+
+def _distill(student, teacher, blocks, cfg, boolean, progress, desc) -> dict:
+    rng = random.Random(cfg.seed)
+    torch.manual_seed(cfg.seed)
+    teacher.eval()
+    for p in teacher.parameters():
+        p.requires_grad_(False)
+    bool_opt = None
+    if boolean:
+        layers = [m for _, m in boolean_layers(student)]
+        dtype = getattr(torch, cfg.accum_dtype)
+        bool_opt = BooleanOptimizer(layers, cfg.boolean_lr, cfg.kernels, dtype, cfg.normalize)
+    params = trainable_fp_params(student)
+    for p in student.parameters():
+        p.requires_grad_(False)
+    for p in params:
+        p.requires_grad_(True)
+    fp_opt = torch.optim.AdamW(params, lr=cfg.fp_lr, weight_decay=0.0) if params else None
+    sched = None
+    if fp_opt is not None:  # cosine decay to 10 % (ours)
+        sched = torch.optim.lr_scheduler.LambdaLR(
+            fp_opt, lambda s: 0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * s / max(1, cfg.steps)))
+        )
+    student.train()
+    losses, flips = [], []
+    bar = tqdm(range(cfg.steps), desc=desc, disable=not progress, leave=False)
+    for step in bar:
+        idx = torch.tensor([rng.randrange(len(blocks)) for _ in range(cfg.batch_size)])
+        ids = blocks[idx]
+        with torch.no_grad():
+            t_out = teacher(input_ids=ids, output_hidden_states=cfg.gamma > 0)
+        s_out = student(input_ids=ids, output_hidden_states=cfg.gamma > 0)
+        loss = kd_loss(s_out, t_out, cfg.gamma)
+        if fp_opt is not None:
+            fp_opt.zero_grad(set_to_none=True)
+        loss.backward()
+        if fp_opt is not None:
+            torch.nn.utils.clip_grad_norm_(params, 1.0)
+            fp_opt.step()
+            sched.step()
+        if bool_opt is not None:
+            bool_opt.step()
+            flips.append(bool_opt.flip_rate())
+        losses.append(float(loss.detach()))
+        if step % 10 == 0:
+            bar.set_postfix(loss=f"{losses[-1]:.4f}")
+    student.eval()
+    latent = [m.weight for m in student.modules() if isinstance(m, OneBitLinear)]
+    mem = state_bytes(fp_opt, bool_opt, latent=latent)  # latent FP weights: OneBit-style baselines only
+    n_bool = bool_opt.n_trained() if bool_opt is not None else 0
+    if bool_opt is not None:
+        bool_opt.release()
+    for p in student.parameters():
+        p.requires_grad_(False)
+    return {"losses": losses, "flip_rates": flips, "memory": mem, "n_boolean_trained": n_bool}

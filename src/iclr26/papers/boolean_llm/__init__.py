@@ -1,0 +1,272 @@
+"""Reproduction: MBOK, *Highly Efficient and Effective LLMs with Multi-Boolean Architectures* (Tran & Nguyen, ICLR 2026,
+https://arxiv.org/abs/2505.22811; no official code found). Method: `iclr26.compression.mbok`.
+
+Idea. A linear layer becomes K Boolean (±1) kernels with rank-one FP scalings, ``W ≈ Σ_k S_k ⊙ a_k b_kᵀ``, fitted
+data-free by successive sign/SVD residual extraction, then finetuned in the Boolean domain (bit flips of the last
+kernel driven by an accumulated distillation signal, no latent FP weights). Claims: K = 2 after finetuning beats
+2-bit uniform quantisers (RTN, OPTQ/GPTQ) and 1-bit latent-weight QAT (OneBit); K = 3 is close to FP; finetuning only
+the last kernel is best; the Boolean optimiser's state is far smaller than latent-weight QAT's.
+
+Protocol. (a) Tiny LM: per seed a llama (d = 128, 2 layers) trained on Python's reference manual (BPE 1024, zoo),
+held-out manual text split into validation and test blocks. Compared on test perplexity: FP; RTN, GPTQ (ours,
+128 calibration blocks) and HQQ (package) at 2 and 3 bits (group 64); MBOK K = 1, 2, 3 data-free; MBOK K = 2 and 3 with
+Boolean finetuning of the last kernel + KD; K = 2 finetuning all kernels (ablation); K = 2 with the Boolean updates
+switched off (only scalings/norms trained: control); OneBit K = 1 latent-weight QAT + KD. Every finetuned variant has
+its learning rate picked on the validation blocks from a grid extended once past an edge winner (K = 3 reuses K = 2's
+η). Optimiser-state memory is
+measured as the bytes of the tensors the optimisers hold (plus latent weights). A randomly initialised model is the
+testbed control. (b) SmolLM2-135M (or ``--model``): data-free K = 1/2/3 vs RTN-2 and GPTQ-2 (quick; HQQ and 3-bit
+too at full) on held-out Wikipedia (gensim's sample), the packed file measured in bits per weight, a diagnosis with
+the layers of the largest input activations kept FP, and a few Boolean finetuning steps of the K = 2 model's last
+kernels (one fixed data order, computed once and reported for every seed; deterministic checks).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from iclr26.core.claims import Check, Claim
+
+
+@dataclass(frozen=True)
+class Cfg:
+    seeds: tuple[int, ...] = (0, 1, 2)
+    # tiny LM on the Python manual
+    d_model: int = field(default=128, metadata={"help": "tiny llama width (ours)"})
+    n_layers: int = field(default=2, metadata={"help": "tiny llama depth (ours)"})
+    seq_len: int = field(default=64, metadata={"help": "tokens per block (paper: 2048; ours)"})
+    pretrain_steps: int = field(default=600, metadata={"help": "tiny LM pretraining steps (ours)"})
+    ft_steps: int = field(default=80, metadata={"help": "finetuning steps per variant (paper: not stated; ours)"})
+    ft_batch: int = field(default=8, metadata={"help": "blocks per finetuning step (ours)"})
+    bool_lr_grid: tuple[float, ...] = field(
+        default=(0.03, 0.1, 0.3), metadata={"help": "η grid of the flip rule (RMS-normalised signal; ours)"}
+    )
+    fp_lr: float = field(default=1e-3, metadata={"help": "AdamW lr of scalings/norms during Boolean FT (ours)"})
+    qat_lr_grid: tuple[float, ...] = field(
+        default=(1e-4, 3e-4, 1e-3), metadata={"help": "AdamW lr grid of OneBit latent-weight QAT (ours)"}
+    )
+    scale_lr_grid: tuple[float, ...] = field(
+        default=(1e-3, 3e-3), metadata={"help": "AdamW lr grid of the scalings-only control (ours)"}
+    )
+    gamma: float = field(default=1.0, metadata={"help": "hidden-state MSE weight of the KD loss (OneBit-style; ours)"})
+    calib_blocks: int = field(default=128, metadata={"help": "GPTQ calibration blocks (dossier: 128 sequences)"})
+    max_grid_extensions: int = field(default=1, metadata={"help": "times a grid may grow past an edge winner"})
+    # the real model
+    real: bool = field(default=True, metadata={"help": "run the SmolLM2 part"})
+    real_model: str = "smollm2-135m"
+    real_baselines: tuple[str, ...] = field(
+        default=("rtn2", "gptq2"),
+        metadata={
+            "help": "uniform baselines on the real model (method + bits; rtn, gptq, hqq; quick: the paper's 2-bit)"
+        },
+    )
+    real_skip_layers: int = field(
+        default=3, metadata={"help": "diagnosis: layers with the largest input peaks kept FP (ours; not the paper)"}
+    )
+    real_eval_blocks: int = field(default=8, metadata={"help": "held-out Wikipedia blocks (paper: WikiText-2)"})
+    real_seq_len: int = field(default=128, metadata={"help": "tokens per block (paper: 2048)"})
+    real_calib_blocks: int = field(default=16, metadata={"help": "GPTQ calibration blocks of Wikipedia train text"})
+    real_ft_steps: int = field(default=4, metadata={"help": "Boolean FT steps on SmolLM2 (as many as fit; ours)"})
+    real_ft_batch: int = field(default=1, metadata={"help": "blocks per FT step on SmolLM2 (ours)"})
+    real_bool_lr: float = field(default=0.1, metadata={"help": "η on SmolLM2 (the tiny model's grid centre; ours)"})
+
+    def __post_init__(self):
+        for name in ("d_model", "n_layers", "seq_len", "pretrain_steps", "ft_batch", "calib_blocks"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"Cfg.{name} must be ≥ 1, got {getattr(self, name)!r}")
+        if self.ft_steps < 1 or self.real_ft_steps < 0:
+            raise ValueError("Cfg.ft_steps must be ≥ 1 and Cfg.real_ft_steps ≥ 0")
+        ok = {f"{m}{b}" for m in ("rtn", "gptq", "hqq") for b in (2, 3)}
+        if not set(self.real_baselines) <= ok:
+            raise ValueError(f"Cfg.real_baselines must be drawn from {sorted(ok)}, got {self.real_baselines!r}")
+        for name in ("bool_lr_grid", "qat_lr_grid", "scale_lr_grid"):
+            g = getattr(self, name)
+            if not g or min(g) <= 0:
+                raise ValueError(f"Cfg.{name} must be a non-empty grid of positive values, got {g!r}")
+
+
+CONFIGS = {
+    "smoke": Cfg(
+        seeds=(0, 1),
+        d_model=64,
+        pretrain_steps=60,
+        ft_steps=6,
+        ft_batch=4,
+        bool_lr_grid=(0.1,),
+        qat_lr_grid=(1e-3,),
+        scale_lr_grid=(1e-3,),
+        calib_blocks=8,
+        max_grid_extensions=0,
+        real=False,
+    ),
+    "quick": Cfg(),
+    "full": Cfg(
+        seeds=(0, 1, 2, 3, 4),
+        d_model=256,
+        n_layers=4,
+        seq_len=128,
+        pretrain_steps=3000,
+        ft_steps=600,
+        ft_batch=16,
+        real_baselines=("rtn2", "gptq2", "hqq2", "rtn3", "gptq3", "hqq3"),
+        real_eval_blocks=128,
+        real_seq_len=512,
+        real_ft_steps=200,
+        real_ft_batch=4,
+    ),
+}
+VERSION = 1
+EXPECTED_SECONDS = {"smoke": 20, "quick": 600, "full": 14400}
+ACCEPTS_MODEL = True  # --model replaces SmolLM2 in part (b)
+
+PAPER = "paper: LLaMA-7B WikiText-2 PPL, FP16 5.68"
+
+CLAIMS = [
+    Claim(
+        "testbed",
+        "The tiny FP model has learnt the text: its test perplexity is below a quarter of a randomly initialised "
+        "model's (control)",
+        checks=(Check("ppl_fp", "<", "ppl_random_quarter"),),
+        paper="(our control)",
+    ),
+    Claim(
+        "k2-ft-beats-2bit",
+        "MBOK K = 2 + Boolean finetuning has lower test perplexity than RTN-2bit, GPTQ-2bit, HQQ-2bit (group 64) and "
+        "OneBit K = 1 latent-weight QAT (tiny LM)",
+        checks=(
+            Check("ppl_mbok2_ft", "<", "ppl_rtn2"),
+            Check("ppl_mbok2_ft", "<", "ppl_gptq2"),
+            Check("ppl_mbok2_ft", "<", "ppl_hqq2"),
+            Check("ppl_mbok2_ft", "<", "ppl_onebit"),
+        ),
+        paper=f"{PAPER}: MBOK K=2 6.83, OneBit 8.48, OmniQuant-2bit 15.34, OPTQ-2bit ~1.9e3",
+    ),
+    Claim(
+        "flips-matter",
+        "The bit flips carry the gain: K = 2 with Boolean finetuning beats the same finetuning with the Boolean "
+        "updates switched off (scalings and norms only; control) and the data-free K = 2 model",
+        checks=(Check("ppl_mbok2_ft", "<", "ppl_mbok2_scales"), Check("ppl_mbok2_ft", "<", "ppl_mbok2")),
+        paper="(our control; the paper finetunes after data-free extraction)",
+    ),
+    Claim(
+        "k3-near-fp",
+        "MBOK K = 3 + Boolean finetuning is within 5 % of the FP perplexity (tiny LM)",
+        checks=(Check("ratio_mbok3_ft_fp", "<", 1.05),),
+        paper="K = 3 ≈ FP16 on OPT-125M..6.7B, Pareto-dominating RTN-3bit and OPTQ-3bit",
+    ),
+    Claim(
+        "last-kernel",
+        "Finetuning only the last kernel is at least as good as finetuning all kernels (test perplexity at most "
+        "1 % higher)",
+        checks=(Check("rel_last_vs_all", "<", 0.01),),
+        paper="finetuning the last kernel gives the lowest flip rate and the best perplexity",
+    ),
+    Claim(
+        "memory",
+        "The Boolean optimiser's state per quantised weight (measured bytes, incl. AdamW state of the scalings) is "
+        "below half that of latent-weight QAT (latent FP32 weight + AdamW moments)",
+        checks=(Check("optstate_ratio", "<", 0.5, margin=0.05, deterministic=True),),
+        paper="1 bit + one 16-bit momentum per weight vs 16-bit latent weight + two moments (MoS/OneBit), OPT-6.7B",
+    ),
+    Claim(
+        "real-packed-size",
+        "SmolLM2's quantised layers saved bit-packed take ~K bits per weight (file measured): K = 2 below 2.5 and "
+        "K = 3 below 3.5 bits",
+        checks=(
+            Check("real_bpw_mbok2", "<", 2.5, margin=0.05, deterministic=True),
+            Check("real_bpw_mbok3", "<", 3.5, margin=0.05, deterministic=True),
+        ),
+        paper="≈ K bits per weight + O(m + n) FP16 per kernel",
+        when="real",
+    ),
+    Claim(
+        "real-k2-beats-2bit",
+        "SmolLM2, data-free: MBOK K = 2 has lower held-out Wikipedia perplexity than RTN-2bit and GPTQ-2bit "
+        "(group 64; log-ratio margin 0.05)",
+        checks=(
+            Check("real_logratio_rtn2_mbok2", ">", 0.0, margin=0.05, deterministic=True),
+            Check("real_logratio_gptq2_mbok2", ">", 0.0, margin=0.05, deterministic=True),
+        ),
+        paper=f"{PAPER}; after finetuning (the data-free comparison is ours)",
+        when="real",
+    ),
+    Claim(
+        "real-k3-near-fp",
+        "SmolLM2, data-free: MBOK K = 3 is within 5 % of the FP perplexity",
+        checks=(Check("real_ratio_mbok3_fp", "<", 1.05, margin=0.01, deterministic=True),),
+        paper="K = 3 ≈ FP16 (OPT family, after finetuning)",
+        when="real",
+    ),
+    Claim(
+        "real-ft-helps",
+        "SmolLM2: a few Boolean finetuning steps of the last kernels lower the K = 2 perplexity",
+        checks=(Check("real_logratio_mbok2_ft", ">", 0.0, margin=0.01, deterministic=True),),
+        paper="finetuning with KD closes most of the gap to FP16 (LLaMA-7B K=2: 6.83 vs 5.68)",
+        when="real",
+    ),
+]
+
+_VARIANTS = {
+    "fp": "the FP model",
+    "random": "a randomly initialised model of the same architecture (control)",
+    "rtn2": "RTN 2-bit, group 64, asymmetric min-max",
+    "rtn3": "RTN 3-bit, group 64",
+    "gptq2": "GPTQ 2-bit, group 64 (ours, non-sequential Hessians from calibration blocks of training text)",
+    "gptq3": "GPTQ 3-bit, group 64",
+    "hqq2": "HQQ 2-bit, group 64 (hqq package, data-free)",
+    "hqq3": "HQQ 3-bit, group 64",
+    "mbok1": "MBOK K = 1 data-free (SVID)",
+    "mbok2": "MBOK K = 2 data-free (successive SVID)",
+    "mbok3": "MBOK K = 3 data-free",
+    "mbok2_ft": "MBOK K = 2 + Boolean finetuning of the last kernel with KD (η tuned on validation)",
+    "mbok3_ft": "MBOK K = 3 + Boolean finetuning of the last kernel with KD (η picked for K = 2)",
+    "mbok2_ft_all": "MBOK K = 2 + Boolean finetuning of all kernels (ablation; η tuned on validation)",
+    "mbok2_scales": "MBOK K = 2, finetuning of scalings/norms only, no bit flips (control; lr tuned)",
+    "onebit": "OneBit K = 1: SVID init + latent-weight QAT with STE and KD (lr tuned)",
+}
+METRICS = {
+    f"ppl_{k}": f"tiny LM, test perplexity (exp mean token NLL on held-out manual blocks): {v}"
+    for k, v in _VARIANTS.items()
+}
+METRICS.update(
+    {
+        "ppl_random_quarter": "ppl_random / 4",
+        "ratio_mbok3_ft_fp": "ppl_mbok3_ft / ppl_fp",
+        "rel_last_vs_all": "ppl_mbok2_ft / ppl_mbok2_ft_all - 1",
+        "optstate_bpw_mbok": "bytes held by MBOK's optimisers (fp16 accumulators + AdamW moments of scalings/norms) "
+        "per quantised weight, K = 2 last-kernel finetuning",
+        "optstate_bpw_onebit": "bytes of OneBit's latent FP32 weights + AdamW moments per quantised weight",
+        "optstate_ratio": "optstate_bpw_mbok / optstate_bpw_onebit",
+        "flip_rate_last": "mean flips per trained Boolean weight per step, last kernel (K = 2)",
+        "flip_rate_all": "the same when all kernels are trained",
+        "bpw_mbok2": "tiny LM: measured packed file bits per quantised weight, K = 2 (fp16 scalings)",
+        "bpw_mbok3": "tiny LM: the same, K = 3",
+        "eta_last": "η picked on validation (K = 2, last kernel)",
+        "eta_all": "η picked on validation (K = 2, all kernels)",
+        "lr_onebit": "OneBit lr picked on validation",
+        "lr_scales": "scalings-only lr picked on validation",
+        "seconds_ft_mbok2": "wall seconds of the K = 2 last-kernel finetuning run",
+        "seconds_ft_onebit": "wall seconds of the OneBit QAT run",
+    }
+)
+for _k in ("fp", "rtn2", "rtn3", "gptq2", "gptq3", "hqq2", "hqq3", "mbok1", "mbok2", "mbok3", "mbok2_ft"):
+    METRICS[f"real_ppl_{_k}"] = f"SmolLM2 (or --model): held-out Wikipedia perplexity, {_VARIANTS[_k]}"
+for _k in ("rtn2", "gptq2", "hqq2"):  # hqq2 at full scale only
+    METRICS[f"real_logratio_{_k}_mbok2"] = f"log(real_ppl_{_k} / real_ppl_mbok2)"
+METRICS.update(
+    {
+        "real_ratio_mbok3_fp": "real_ppl_mbok3 / real_ppl_fp",
+        "real_ppl_mbok2_skip": "diagnosis: MBOK K = 2 data-free with the real_skip_layers layers of largest input "
+        "peak |x| (massive activations) kept FP",
+        "real_ppl_mbok3_skip": "the same, K = 3",
+        "real_logratio_mbok2_ft": "log(real_ppl_mbok2 / real_ppl_mbok2_ft)",
+        "real_bpw_mbok2": "measured size of the packed safetensors file of the quantised layers (bits, fp16 scalings) "
+        "per quantised weight, K = 2",
+        "real_bpw_mbok3": "the same, K = 3",
+        "real_file_mb_fp": "size of the FP32 safetensors of the whole model (MB)",
+        "real_file_mb_mbok2": "size of the whole K = 2 model saved packed (MB; embeddings stay FP32)",
+        "real_optstate_bpw_mbok": "bytes of MBOK's optimiser state per quantised weight on SmolLM2 (measured)",
+        "real_flip_rate": "mean flips per trained weight per step on SmolLM2",
+        "real_seconds_per_ft_step": "wall seconds per Boolean FT step on SmolLM2",
+    }
+)

@@ -1,0 +1,294 @@
+"""The MBOK reproduction: `run` (tiny LM on the Python manual per seed; SmolLM2 once per process) and `plots`."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import math
+import tempfile
+import time
+from functools import partial
+from pathlib import Path
+
+import torch
+
+from iclr26.compression.mbok import (
+    MBOKConfig,
+    bits_per_weight,
+    boolean_layers,
+    distill,
+    fake_quantize_model,
+    onebit_model,
+    quantizable_linears,
+    quantize_model,
+    save_packed,
+)
+from iclr26.lm import zoo
+from iclr26.lm.tiny import tiny_model
+from iclr26.lm.train import encode_stream
+from iclr26.worlds.text import load_domain, test_split, train_split
+
+from . import Cfg
+
+
+@torch.no_grad()
+def perplexity(model, blocks: torch.Tensor, batch_size: int = 8) -> float:
+    """exp(mean next-token NLL) over every predicted token of the blocks."""
+    model.eval()
+    nll, n = 0.0, 0
+    for i in range(0, len(blocks), batch_size):
+        ids = blocks[i : i + batch_size]
+        logits = model(input_ids=ids).logits.float()
+        loss = torch.nn.functional.cross_entropy(logits[:, :-1].reshape(-1, logits.shape[-1]), ids[:, 1:].reshape(-1),
+                                                 reduction="sum")  # fmt: skip
+        nll, n = nll + float(loss), n + ids[:, 1:].numel()
+    return math.exp(nll / n)
+
+
+def _spec(cfg: Cfg) -> zoo.ZooSpec:
+    return zoo.register(
+        zoo.ZooSpec(
+            f"pyman-tiny-d{cfg.d_model}-L{cfg.n_layers}-{cfg.pretrain_steps}",
+            "llama",
+            model=dict(d_model=cfg.d_model, n_layers=cfg.n_layers, n_heads=4, max_len=cfg.seq_len),
+            world="text",
+            world_kwargs=dict(domains=["python_manual"], vocab_size=1024),
+            train=dict(steps=cfg.pretrain_steps, batch_size=16, lr=3e-3, warmup=30, seq_len=cfg.seq_len),
+            description="tiny llama on Python's reference manual, for MBOK",
+        )
+    )
+
+
+def _tuned(name, grid, make, val, cfg: Cfg, ctx):
+    """Pick a learning rate on the validation blocks: run ``make(lr)`` for each grid value; while the best value sits
+    on an edge of the grid, extend it by a factor 3 beyond that edge (at most ``cfg.max_grid_extensions`` times)."""
+    grid, res, ext = sorted(grid), {}, 0
+    while True:
+        for lr in grid:
+            if lr not in res:
+                student, info = make(lr)
+                res[lr] = (perplexity(student, val), student, info)
+        best = min(grid, key=lambda v: res[v][0])
+        if len(grid) > 1 and ext < cfg.max_grid_extensions and best in (grid[0], grid[-1]):
+            grid = [grid[0] / 3, *grid] if best == grid[0] else [*grid, grid[-1] * 3]
+            ext += 1
+            continue
+        ctx.log(f"{name}: validation PPL {', '.join(f'{v:g}: {res[v][0]:.2f}' for v in grid)} -> {best:g}")
+        return best, res[best][1], res[best][2]
+
+
+def _tiny(cfg: Cfg, seed: int, ctx, m: dict) -> None:
+    spec = _spec(cfg)
+    model, tok = zoo.load(spec.name, seed=seed, progress=not ctx.quiet)
+    docs = load_domain("python_manual")
+    held = encode_stream(tok, test_split(docs), cfg.seq_len)
+    val, test = held[0::2], held[1::2]  # interleaved halves of the held-out manual pages
+    train = encode_stream(tok, train_split(docs), cfg.seq_len)
+    g = torch.Generator().manual_seed(seed)
+    calib = train[torch.randperm(len(train), generator=g)[: cfg.calib_blocks]]
+    ppl = lambda mod: perplexity(mod, test)  # noqa: E731
+
+    m["ppl_fp"] = ppl(model)
+    rnd = tiny_model("llama", seed=seed, vocab_size=model.config.vocab_size, d_model=cfg.d_model,
+                     n_layers=cfg.n_layers, max_len=cfg.seq_len)  # fmt: skip
+    m["ppl_random"] = ppl(rnd)
+    m["ppl_random_quarter"] = m["ppl_random"] / 4
+    for method in ("rtn", "gptq", "hqq"):
+        for bits in (2, 3):
+            q = fake_quantize_model(copy.deepcopy(model), method, bits, 64, calib=calib)
+            m[f"ppl_{method}{bits}"] = ppl(q)
+    data_free = {}
+    for k in (1, 2, 3):
+        data_free[k] = quantize_model(copy.deepcopy(model), k=k)
+        m[f"ppl_mbok{k}"] = ppl(data_free[k])
+    with tempfile.TemporaryDirectory() as d:
+        for k in (2, 3):
+            m[f"bpw_mbok{k}"] = bits_per_weight(data_free[k], Path(d) / f"k{k}.safetensors")
+    ctx.log(
+        f"tiny FP PPL {m['ppl_fp']:.2f} (random {m['ppl_random']:.0f}); data-free: "
+        + ", ".join(
+            f"{k} {m['ppl_' + k]:.2f}"
+            for k in ("rtn2", "gptq2", "hqq2", "mbok1", "mbok2", "rtn3", "gptq3", "hqq3", "mbok3")
+        )  # fmt: skip
+    )
+
+    base = MBOKConfig(steps=cfg.ft_steps, batch_size=cfg.ft_batch, gamma=cfg.gamma, fp_lr=cfg.fp_lr, seed=seed)
+    prog = not ctx.quiet
+
+    def mbok_ft(k, kernels, boolean=True, fp_lr=None):
+        def make(lr):
+            student = copy.deepcopy(data_free[k])
+            c = dataclasses.replace(base, k=k, kernels=kernels, boolean_lr=lr if boolean else 0.1,
+                                    fp_lr=fp_lr or (base.fp_lr if boolean else lr))  # fmt: skip
+            t0 = time.time()
+            info = distill(student, model, train, c, boolean=boolean, progress=prog, desc=f"K={k} {kernels} {lr:g}")
+            info["seconds"] = time.time() - t0
+            return student, info
+
+        return make
+
+    eta, st, info = _tuned("K=2 last kernel", cfg.bool_lr_grid, mbok_ft(2, "last"), val, cfg, ctx)
+    m["ppl_mbok2_ft"], m["eta_last"], m["seconds_ft_mbok2"] = ppl(st), eta, info["seconds"]
+    m["flip_rate_last"] = sum(info["flip_rates"]) / len(info["flip_rates"])
+    n_w = sum(layer.n_weights for _, layer in boolean_layers(st))
+    mem = info["memory"]
+    m["optstate_bpw_mbok"] = (mem["fp_state"] + mem["boolean_state"] + mem["latent"]) / n_w
+    eta_a, st, info = _tuned("K=2 all kernels", cfg.bool_lr_grid, mbok_ft(2, "all"), val, cfg, ctx)
+    m["ppl_mbok2_ft_all"], m["eta_all"] = ppl(st), eta_a
+    m["flip_rate_all"] = sum(info["flip_rates"]) / len(info["flip_rates"])
+    m["rel_last_vs_all"] = m["ppl_mbok2_ft"] / m["ppl_mbok2_ft_all"] - 1
+    st, _ = mbok_ft(3, "last")(eta)  # K = 3 reuses the η picked for K = 2 (saves a grid; stated in the docs)
+    m["ppl_mbok3_ft"] = ppl(st)
+    m["ratio_mbok3_ft_fp"] = m["ppl_mbok3_ft"] / m["ppl_fp"]
+    lr_s, st, _ = _tuned("K=2 scalings only", cfg.scale_lr_grid, mbok_ft(2, "last", boolean=False), val, cfg, ctx)
+    m["ppl_mbok2_scales"], m["lr_scales"] = ppl(st), lr_s
+
+    def onebit(lr):
+        student = onebit_model(copy.deepcopy(model))
+        c = dataclasses.replace(base, k=1, fp_lr=lr)
+        t0 = time.time()
+        info = distill(student, model, train, c, boolean=False, progress=prog, desc=f"OneBit {lr:g}")
+        info["seconds"] = time.time() - t0
+        return student, info
+
+    lr_o, st, info = _tuned("OneBit QAT", cfg.qat_lr_grid, onebit, val, cfg, ctx)
+    m["ppl_onebit"], m["lr_onebit"], m["seconds_ft_onebit"] = ppl(st), lr_o, info["seconds"]
+    mem = info["memory"]
+    m["optstate_bpw_onebit"] = (mem["fp_state"] + mem["boolean_state"] + mem["latent"]) / n_w
+    m["optstate_ratio"] = m["optstate_bpw_mbok"] / m["optstate_bpw_onebit"]
+    ctx.log(
+        f"tiny finetuned: K=2 last {m['ppl_mbok2_ft']:.2f} (flip rate {m['flip_rate_last']:.1e}), all "
+        f"{m['ppl_mbok2_ft_all']:.2f}, scalings only {m['ppl_mbok2_scales']:.2f}, K=3 {m['ppl_mbok3_ft']:.2f} "
+        f"(FP {m['ppl_fp']:.2f}), OneBit {m['ppl_onebit']:.2f}; optimiser bytes/weight MBOK "
+        f"{m['optstate_bpw_mbok']:.2f} vs OneBit {m['optstate_bpw_onebit']:.2f}"
+    )
+
+
+_REAL_CACHE: dict = {}
+
+
+def _real(cfg: Cfg, ctx) -> dict:
+    """SmolLM2 part: deterministic (fixed calibration, evaluation blocks and FT data order), computed once per
+    process and reported for every seed."""
+    name = ctx.model or cfg.real_model
+    key = (name, dataclasses.replace(cfg, seeds=()))  # the whole config but the seeds
+    if key not in _REAL_CACHE:
+        _REAL_CACHE[key] = _real_compute(cfg, ctx, name)
+    return dict(_REAL_CACHE[key])
+
+
+def _real_compute(cfg: Cfg, ctx, name: str) -> dict:
+    t_start = time.time()
+    model, tok = zoo.load(name)
+    model = model.float().eval()
+    docs = load_domain("wikipedia")
+    held = encode_stream(tok, test_split(docs), cfg.real_seq_len)
+    pick = torch.linspace(0, len(held) - 1, min(cfg.real_eval_blocks, len(held))).round().long()
+    test = held[pick]  # evenly spread over the held-out articles
+    train = encode_stream(tok, train_split(docs)[:40], cfg.real_seq_len)
+    g = torch.Generator().manual_seed(1234)
+    perm = torch.randperm(len(train), generator=g)
+    calib, ft_data = train[perm[: cfg.real_calib_blocks]], train[perm[cfg.real_calib_blocks :]]
+    m, times = {}, {}
+
+    def timed(label, fn):
+        t0 = time.time()
+        out = fn()
+        times[label] = time.time() - t0
+        return out
+
+    m["real_ppl_fp"] = timed("eval fp", lambda: perplexity(model, test, batch_size=4))
+    for variant in cfg.real_baselines:
+        method, bits = variant[:-1], int(variant[-1])
+        q = timed(variant, partial(fake_quantize_model, copy.deepcopy(model), method, bits, 64, calib))
+        m[f"real_ppl_{variant}"] = perplexity(q, test, batch_size=4)
+        del q
+    students = {}
+    for k in (1, 2, 3):
+        students[k] = timed(f"mbok{k}", partial(quantize_model, copy.deepcopy(model), k=k))
+        m[f"real_ppl_mbok{k}"] = perplexity(students[k], test, batch_size=4)
+    # diagnosis: the layers whose inputs carry the largest ("massive") activations, kept in FP
+    peaks = _input_peaks(model, calib[:2])
+    worst = sorted(peaks, key=peaks.get, reverse=True)[: cfg.real_skip_layers]
+    for k in (2, 3):
+        q = quantize_model(copy.deepcopy(model), k=k, skip=tuple(worst))
+        m[f"real_ppl_mbok{k}_skip"] = perplexity(q, test, batch_size=4)
+        del q
+    ctx.log(f"largest input peaks: {', '.join(f'{n} {peaks[n]:.0f}' for n in worst)} (median "
+            f"{sorted(peaks.values())[len(peaks) // 2]:.1f}); kept FP: K=2 {m['real_ppl_mbok2_skip']:.1f}, "
+            f"K=3 {m['real_ppl_mbok3_skip']:.1f}")  # fmt: skip
+    with tempfile.TemporaryDirectory() as d:
+        for k in (2, 3):
+            m[f"real_bpw_mbok{k}"] = bits_per_weight(students[k], Path(d) / f"k{k}.safetensors")
+        model.save_pretrained(Path(d) / "fp", safe_serialization=True)
+        m["real_file_mb_fp"] = sum(p.stat().st_size for p in (Path(d) / "fp").glob("*.safetensors")) / 2**20
+        m["real_file_mb_mbok2"] = save_packed(students[2], Path(d) / "k2-full.safetensors") / 2**20
+    del students[1], students[3]
+    ctx.log(
+        f"{name} data-free, held-out Wikipedia PPL: FP {m['real_ppl_fp']:.2f}; "
+        + ", ".join(f"{k} {m['real_ppl_' + k]:.1f}" for k in (*cfg.real_baselines, "mbok1", "mbok2", "mbok3"))
+        + f"; packed bits/weight K=2 {m['real_bpw_mbok2']:.3f}, K=3 {m['real_bpw_mbok3']:.3f}"
+    )
+    student = students.pop(2)
+    c = MBOKConfig(k=2, steps=cfg.real_ft_steps, batch_size=cfg.real_ft_batch, boolean_lr=cfg.real_bool_lr,
+                   fp_lr=1e-4, gamma=cfg.gamma, seed=0)  # fmt: skip
+    if cfg.real_ft_steps > 0:
+        t0 = time.time()
+        info = distill(student, model, ft_data, c, progress=not ctx.quiet, desc=f"{name} Boolean FT")
+        m["real_seconds_per_ft_step"] = (time.time() - t0) / cfg.real_ft_steps
+        m["real_flip_rate"] = sum(info["flip_rates"]) / len(info["flip_rates"])
+        n_w = sum(layer.n_weights for _, layer in boolean_layers(student))
+        mem = info["memory"]
+        m["real_optstate_bpw_mbok"] = (mem["fp_state"] + mem["boolean_state"]) / n_w
+    m["real_ppl_mbok2_ft"] = perplexity(student, test, batch_size=4)
+    for k in [b for b in cfg.real_baselines if b.endswith("2")]:
+        m[f"real_logratio_{k}_mbok2"] = math.log(m[f"real_ppl_{k}"] / m["real_ppl_mbok2"])
+    m["real_ratio_mbok3_fp"] = m["real_ppl_mbok3"] / m["real_ppl_fp"]
+    m["real_logratio_mbok2_ft"] = math.log(m["real_ppl_mbok2"] / m["real_ppl_mbok2_ft"])
+    ctx.log(
+        f"{name}: K=2 + {cfg.real_ft_steps} Boolean FT steps: PPL {m['real_ppl_mbok2']:.2f} -> "
+        f"{m['real_ppl_mbok2_ft']:.2f}; timings {', '.join(f'{k} {v:.0f}s' for k, v in times.items())}; "
+        f"total {time.time() - t_start:.0f}s"
+    )
+    ctx.save_artifact("real_part", {"metrics": m, "seconds": times})
+    return m
+
+
+@torch.no_grad()
+def _input_peaks(model, blocks) -> dict[str, float]:
+    """max |x| over the inputs of every quantisable layer (FP forward on a few blocks)."""
+    peaks, handles = {}, []
+    for name, mod in quantizable_linears(model):
+        hook = lambda mod, inp, out, n=name: peaks.__setitem__(n, float(inp[0].abs().max()))  # noqa: E731
+        handles.append(mod.register_forward_hook(hook))
+    try:
+        model(input_ids=blocks)
+    finally:
+        for h in handles:
+            h.remove()
+    return peaks
+
+
+def run(cfg: Cfg, seed: int, ctx) -> dict[str, float]:
+    t0, m = time.time(), {}
+    if cfg.real:
+        m.update(_real(cfg, ctx))
+    _tiny(cfg, seed, ctx, m)
+    ctx.log(f"seed {seed} done in {time.time() - t0:.0f}s")
+    return m
+
+
+def plots(run_dir, per_seed, cfg):
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    seeds = list(per_seed.values())
+    names = ["fp", "rtn3", "gptq3", "hqq3", "mbok3", "mbok3_ft", "rtn2", "gptq2", "hqq2", "mbok2", "mbok2_scales",
+             "mbok2_ft", "mbok2_ft_all", "mbok1", "onebit"]  # fmt: skip
+    vals = [[s[f"ppl_{n}"] for s in seeds if f"ppl_{n}" in s] for n in names]
+    fig, ax = plt.subplots(figsize=(9, 3.4))
+    ax.bar(range(len(names)), [np.mean(v) for v in vals], yerr=[np.std(v) for v in vals], color="tab:blue")
+    ax.set_yscale("log"), ax.set_xticks(range(len(names)), names, rotation=45, ha="right")
+    ax.set_ylabel("test perplexity (tiny LM)"), ax.set_title("MBOK vs baselines (mean ± std over seeds)")
+    fig.tight_layout()
+    return [("tiny_perplexity", fig)]
