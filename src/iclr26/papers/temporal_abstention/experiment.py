@@ -1,0 +1,186 @@
+"""The temporal-abstention reproduction: `run` (imported only to run; the light card is `__init__.py`)."""
+
+from __future__ import annotations
+
+import copy
+import tempfile
+import time
+
+import torch
+from transformers import AutoModelForCausalLM, PrinterCallback, TrainerCallback
+from transformers.utils import logging as hf_logging
+
+from iclr26.rlft.abstention import (
+    AbstentionReward,
+    abstention_grpo_trainer,
+    abstention_metrics,
+    cot_sft_trainer,
+    em_only_reward,
+    generate,
+    grpo_config,
+    grpo_dataset,
+    sft_config,
+    sft_dataset,
+)
+from iclr26.worlds.abstention import make_temporal_qa
+
+from . import Cfg
+from .policy import base_policy, tokenizer, untrained_policy
+
+NATURAL = 0.25  # unanswerable share of validation and test sets
+
+
+def evaluate(model, tok, items, cfg: Cfg, prefix: str) -> dict[str, float]:
+    """Greedy completions scored by the paper's metrics, named ``<prefix>_<metric>``."""
+    outs = generate(model, tok, [it.prompt for it in items], max_new_tokens=cfg.max_new_tokens, batch_size=64)
+    m = abstention_metrics(outs, [it.answer for it in items], [it.kind for it in items])
+    keys = {"em": "em", "em_easy": "em_easy", "em_hard": "em_hard", "em_answerable": "em_answerable",
+            "tp": "tp_unanswerable", "over_abstention": "over_abstention", "format_rate": "format_rate"}  # fmt: skip
+    out = {f"{prefix}_{k}": m[v] for k, v in keys.items()}
+    out[f"{prefix}_confidence_gap"] = (1 - m["tp_unanswerable"]) - m["over_abstention"]
+    return out
+
+
+def clone(model):
+    """A fresh copy of a policy. Not `copy.deepcopy`: TRL's trainers patch `forward` on the model instance, and a deep
+    copy keeps that bound method, so the copy would run the *original* weights (measured: GRPO arms on deep copies
+    of the SFT policy scored exactly like SFT)."""
+    new = AutoModelForCausalLM.from_config(model.config, dtype=torch.float32)
+    new.load_state_dict(model.state_dict())
+    new.generation_config = copy.deepcopy(model.generation_config)
+    return new.eval()
+
+
+class _KeepBest(TrainerCallback):
+    """Early stopping for CoT-SFT: validation EM after every epoch; the best epoch's weights are restored."""
+
+    def __init__(self, model, tok, val, cfg):
+        self.model, self.tok, self.val, self.cfg = model, tok, val, cfg
+        self.best, self.best_epoch, self.state = -1.0, 0, None
+
+    def on_epoch_end(self, args, state, control, **kw):
+        em = evaluate(self.model, self.tok, self.val, self.cfg, "v")["v_em"]
+        if em > self.best:
+            self.best, self.best_epoch = em, round(state.epoch)
+            self.state = copy.deepcopy(self.model.state_dict())
+
+
+def cot_sft(base, tok, items, val, cfg: Cfg, seed: int, ctx):
+    model = clone(base)
+    keep = _KeepBest(model, tok, val, cfg)
+    with tempfile.TemporaryDirectory() as tmp:
+        args = sft_config(tmp, learning_rate=cfg.sft_lr, num_train_epochs=cfg.sft_max_epochs,
+                          per_device_train_batch_size=32, max_length=192, use_cpu=True, seed=seed,
+                          disable_tqdm=True, logging_steps=1000, warmup_steps=10)  # fmt: skip
+        trainer = cot_sft_trainer(model, tok, sft_dataset(items), args, callbacks=[keep])
+        trainer.remove_callback(PrinterCallback)  # no per-step log dicts on stdout
+        trainer.train()
+    model.load_state_dict(keep.state)
+    return model.eval(), keep.best_epoch
+
+
+def grpo(sft, tok, items, reward, cfg: Cfg, seed: int, ctx):
+    """One GRPO arm from the SFT policy: ``grpo_steps`` steps of ``grpo_batch`` rollouts, same for every arm."""
+    model = clone(sft)
+    with tempfile.TemporaryDirectory() as tmp:
+        args = grpo_config(tmp, learning_rate=cfg.grpo_lr, max_steps=cfg.grpo_steps,
+                           per_device_train_batch_size=cfg.grpo_batch, num_generations=cfg.num_generations,
+                           max_completion_length=cfg.max_new_tokens, beta=cfg.beta, use_cpu=True, seed=seed,
+                           logging_steps=1, disable_tqdm=True)  # fmt: skip
+        trainer = abstention_grpo_trainer(model, tok, grpo_dataset(items), args, reward=reward)
+        trainer.remove_callback(PrinterCallback)
+        trainer.train()
+    rewards = [h["reward"] for h in trainer.state.log_history if "reward" in h]
+    k = max(1, len(rewards) // 10)
+    return model.eval(), sum(rewards[:k]) / k, sum(rewards[-k:]) / k
+
+
+def real_model_check(steps: int, seed: int, ctx) -> dict[str, float]:
+    """SmolLM2-135M-Instruct through the same TRL path with LoRA: a short CoT-SFT, then ``steps`` GRPO steps."""
+    from peft import LoraConfig
+
+    from iclr26.lm import zoo
+
+    t0 = time.time()
+    model, tok = zoo.load("smollm2-135m")
+    lora = LoraConfig(r=16, lora_alpha=32, target_modules=["q_proj", "k_proj", "v_proj", "o_proj"],
+                      task_type="CAUSAL_LM")  # fmt: skip
+    sft_items = make_temporal_qa(64, unanswerable_frac=0.1, seed=1000 * seed + 7)
+    rl_items = make_temporal_qa(8 * steps, unanswerable_frac=NATURAL, seed=1000 * seed + 8)
+    with tempfile.TemporaryDirectory() as tmp:
+        sargs = sft_config(tmp, learning_rate=2e-4, per_device_train_batch_size=4, max_length=512, use_cpu=True,
+                           seed=seed, disable_tqdm=ctx.quiet)  # fmt: skip
+        st = cot_sft_trainer(model, tok, sft_dataset(sft_items, conversational=True), sargs, peft_config=lora)
+        st.train()
+        model = st.model
+        gargs = grpo_config(tmp, learning_rate=1e-4, max_steps=steps, per_device_train_batch_size=8,
+                            num_generations=4, max_completion_length=96, use_cpu=True, seed=seed, logging_steps=1,
+                            disable_tqdm=ctx.quiet)  # fmt: skip
+        gt = abstention_grpo_trainer(model, tok, grpo_dataset(rl_items, conversational=True), gargs)
+        gt.train()
+    rewards = [h["reward"] for h in gt.state.log_history if "reward" in h]
+    k = max(1, len(rewards) // 3)
+    ctx.log(f"SmolLM2 LoRA GRPO rewards per step: {[round(r, 2) for r in rewards]}")
+    return {"real_reward_first": sum(rewards[:k]) / k, "real_reward_last": sum(rewards[-k:]) / k,
+            "real_seconds": time.time() - t0}  # fmt: skip
+
+
+def run(cfg: Cfg, seed: int, ctx) -> dict[str, float]:
+    hf_logging.set_verbosity_error()
+    hf_logging.disable_progress_bar()
+    import datasets
+
+    datasets.disable_progress_bars()  # TRL's dataset preparation bars, once per trainer
+    tok = tokenizer()
+    out: dict[str, float] = {}
+    s = 1000 * seed
+    test = make_temporal_qa(cfg.n_test, unanswerable_frac=NATURAL, seed=s + 1)
+    val = make_temporal_qa(cfg.n_val, unanswerable_frac=NATURAL, seed=s + 2)
+    sft_items = make_temporal_qa(cfg.n_sft, unanswerable_frac=cfg.sft_unanswerable, seed=s + 3)
+    rl_items = make_temporal_qa(cfg.n_rl, unanswerable_frac=cfg.rl_unanswerable, seed=s + 4)
+    u80_items = make_temporal_qa(cfg.n_rl, unanswerable_frac=cfg.collapse_unanswerable, seed=s + 5)
+
+    # testbed: the teacher's own rationales (oracle) and an untrained policy (control)
+    teacher = abstention_metrics([it.rationale for it in test], [it.answer for it in test])
+    out["teacher_em"], out["teacher_format"] = teacher["em"], teacher["format_rate"]
+    out.update(evaluate(untrained_policy(cfg, tok, seed), tok, test, cfg, "untrained"))
+
+    base, out["base_seconds"] = base_policy(cfg, tok, progress=not ctx.quiet)
+    t0 = time.time()
+    sft, out["sft_epochs"] = cot_sft(base, tok, sft_items, val, cfg, seed, ctx)
+    out["seconds_sft"] = time.time() - t0
+    out.update(evaluate(sft, tok, test, cfg, "sft"))
+    ctx.log(f"seed {seed}: SFT ({out['sft_epochs']} ep) EM {out['sft_em']:.3f} TP {out['sft_tp']:.3f}")
+
+    arms = {"grpo": (rl_items, AbstentionReward()), "emonly": (rl_items, em_only_reward()),
+            "u80": (u80_items, AbstentionReward())}  # fmt: skip
+    for name, (items, reward) in arms.items():
+        t0 = time.time()
+        torch.manual_seed(seed)
+        pol, out[f"{name}_reward_first"], out[f"{name}_reward_last"] = grpo(sft, tok, items, reward, cfg, seed, ctx)
+        out[f"{name}_seconds"] = time.time() - t0
+        out.update(evaluate(pol, tok, test, cfg, name))
+        out[f"{name}_tp_gain"] = out[f"{name}_tp"] - out["sft_tp"]
+        ctx.log(f"seed {seed}: {name} EM {out[f'{name}_em']:.3f} TP {out[f'{name}_tp']:.3f} "
+                f"over-abst {out[f'{name}_over_abstention']:.3f} ({out[f'{name}_seconds']:.0f} s)")  # fmt: skip
+    if cfg.real_steps and seed == cfg.seeds[0]:
+        out.update(real_model_check(cfg.real_steps, seed, ctx))
+    return out
+
+
+def plots(run_dir, per_seed, cfg: Cfg):
+    """EM, TP and over-abstention per arm (mean over seeds, one dot per seed)."""
+    import matplotlib.pyplot as plt
+
+    arms, metrics = ("sft", "grpo", "emonly", "u80"), ("em", "tp", "over_abstention")
+    fig, axes = plt.subplots(1, 3, figsize=(11, 3.2))
+    for ax, m in zip(axes, metrics):
+        for i, a in enumerate(arms):
+            vals = [s[f"{a}_{m}"] for s in per_seed.values() if f"{a}_{m}" in s]
+            ax.bar(i, sum(vals) / max(1, len(vals)), color=f"C{i}", alpha=0.6)
+            ax.scatter([i] * len(vals), vals, color="k", s=8)
+        ax.set_xticks(range(len(arms)), arms)
+        ax.set_title(m)
+        ax.set_ylim(0, 1)
+    fig.tight_layout()
+    return [("arms", fig)]

@@ -1,0 +1,96 @@
+"""The micro base policy of the reproduction: a tiny llama with the world's exact tokenizer, pre-trained once (cached)
+on prompt + rationale texts of a separate world seed with a small share of unanswerables (a CoT warm start standing in
+for the paper's instruct model)."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import torch
+from transformers import AutoModelForCausalLM
+
+from iclr26.core.locks import file_lock
+from iclr26.core.paths import cache_dir
+from iclr26.lm.tiny import tiny_model
+from iclr26.lm.train import TrainConfig
+from iclr26.rlft.abstention import exact_word_tokenizer
+from iclr26.worlds.abstention import make_temporal_qa, vocabulary
+
+BASE_SEED = 10_000  # world seed of the base texts, disjoint from every reproduction seed's data
+
+
+def tokenizer():
+    return exact_word_tokenizer(vocabulary())
+
+
+def _fresh(cfg, tok, seed: int = 0):
+    m = tiny_model("llama", seed=seed, vocab_size=len(tok), d_model=cfg.d_model, n_layers=cfg.n_layers,
+                   n_heads=4, max_len=192)  # fmt: skip
+    m.config.pad_token_id = tok.pad_token_id
+    m.config.eos_token_id = m.generation_config.eos_token_id = tok.eos_token_id
+    m.generation_config.pad_token_id = tok.pad_token_id
+    m.generation_config.bos_token_id = None
+    return m
+
+
+def untrained_policy(cfg, tok, seed: int):
+    """Control: the same architecture, random weights."""
+    return _fresh(cfg, tok, seed)
+
+
+def base_policy(cfg, tok, progress: bool = True) -> tuple[torch.nn.Module, float]:
+    """The cached base policy (trained on first use, under a lock) and the seconds spent training it now."""
+    key = f"abstention-base-d{cfg.d_model}-l{cfg.n_layers}-s{cfg.base_steps}-n{cfg.base_items}"
+    key += f"-u{cfg.base_unanswerable:g}-v1"
+    folder = cache_dir() / "zoo" / key
+    spent = 0.0
+    with file_lock(folder.with_suffix(".lock"), f"the temporal-abstention base policy {key}"):
+        if not (folder / "done.json").exists():
+            t0 = time.time()
+            model = _fresh(cfg, tok)
+            items = make_temporal_qa(cfg.base_items, unanswerable_frac=cfg.base_unanswerable, seed=BASE_SEED)
+            texts = [it.prompt + it.rationale for it in items]
+            tc = TrainConfig(steps=cfg.base_steps, batch_size=32, lr=3e-3, warmup=50, seq_len=192, seed=BASE_SEED)
+            _train_exact(model, tok, texts, tc, progress)
+            folder.mkdir(parents=True, exist_ok=True)
+            model.save_pretrained(folder)
+            spent = time.time() - t0
+            (folder / "done.json").write_text(json.dumps({"seconds": spent, "steps": cfg.base_steps}))
+    model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32)
+    model.generation_config = _fresh(cfg, tok).generation_config
+    return model.eval(), spent
+
+
+def _train_exact(model, tok, texts, tc, progress):
+    """Next-token training on ``texts + <eos>`` without a BOS token (TRL's trainers add none with this tokenizer)."""
+    import math
+    import random
+
+    from tqdm.auto import tqdm
+
+    from iclr26.lm.train import pad_batch
+
+    data = [x + [tok.eos_token_id] for x in tok(list(texts), add_special_tokens=False)["input_ids"]]
+    rng = random.Random(tc.seed)
+    torch.manual_seed(tc.seed)
+    opt = torch.optim.AdamW(model.parameters(), lr=tc.lr, betas=(0.9, 0.98))
+
+    def lr_at(step):  # linear warm-up, cosine decay to 10 %
+        if step < tc.warmup:
+            return (step + 1) / tc.warmup
+        return 0.1 + 0.45 * (1 + math.cos(math.pi * (step - tc.warmup) / max(1, tc.steps - tc.warmup)))
+
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_at)
+    model.train()
+    with torch.enable_grad():
+        for _ in tqdm(range(tc.steps), desc="abstention base", disable=not progress, leave=False):
+            ids, mask = pad_batch([data[rng.randrange(len(data))] for _ in range(tc.batch_size)], tok.pad_token_id)
+            labels = ids.masked_fill(mask == 0, -100)
+            loss = model(input_ids=ids, attention_mask=mask, labels=labels).loss
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            opt.step()
+            sched.step()
+    model.eval()

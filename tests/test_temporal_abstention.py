@@ -1,0 +1,242 @@
+"""Tests of the abstention-aware reward, the temporal world, the reward inside TRL's GRPOTrainer, and a smoke run."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+import torch
+
+from iclr26.rlft.abstention import (
+    AbstentionReward,
+    abstention_metrics,
+    em_only_reward,
+    exact_word_tokenizer,
+    extract_answer,
+)
+from iclr26.worlds.abstention import NO_ANSWER, Tenure, answer_for, make_item, make_temporal_qa, vocabulary
+
+
+def _c(answer, think="x"):
+    return f"<think>\n{think}\n</think>\n\n<answer>\n{answer}\n</answer>"
+
+
+# --- the reward: one value per case of the released script -------------------------------------------------------
+CASES = [
+    ("correct answer, exact layout", _c("Acme"), "Acme", 0.5 + 1.0 + 1.0),
+    ("correct answer, other case", _c("acme"), "Acme", 0.5 + 1.0 + 1.0),
+    ("wrong answer", _c("Boreal"), "Acme", 0.5),
+    ("partial answer: ROUGE-L only", _c("Acme Corp"), "Acme", 0.5 + 2 / 3),
+    ("correct abstention", _c("No Answer"), NO_ANSWER, 0.5 + 1.0),
+    ("abstention, wrong case: exact string needed", _c("no answer"), NO_ANSWER, 0.5),
+    ("answers an unanswerable", _c("Acme"), NO_ANSWER, 0.5),
+    ("false abstention", _c("No Answer"), "Acme", 0.5),
+    ("false abstention, lower case", _c("no answer"), "Acme", 0.5),
+    ("no answer block", "<think>\nx\n</think>\n\nAcme", "Acme", 0.0),
+    ("answer block without think: no format bonus", "<answer>\nAcme\n</answer>", "Acme", 2.0),
+    ("extra text after the answer: no format bonus", _c("Acme") + " ok", "Acme", 2.0),
+    ("single newlines: no format bonus, no answer block", "<think>x</think><answer>Acme</answer>", "Acme", 0.0),
+]
+
+
+@pytest.mark.parametrize("name,completion,gold,value", CASES, ids=[c[0] for c in CASES])
+def test_reward_cases(name, completion, gold, value):
+    r = AbstentionReward()
+    assert r([completion], answer=[gold]) == [pytest.approx(value)]
+    conv = [[{"role": "assistant", "content": completion}]]  # conversational completions give the same value
+    assert r(conv, answer=[gold]) == [pytest.approx(value)]
+
+
+def test_reward_funcs_sum_and_em_only_control():
+    r = AbstentionReward()
+    comps, golds = [_c("Acme"), _c("No Answer"), _c("No Answer")], ["Acme", NO_ANSWER, "Acme"]
+    summed = [sum(v) for v in zip(*(f(comps, answer=golds) for f in r.reward_funcs))]
+    assert summed == pytest.approx([2.5, 1.5, 0.5])
+    # control: without the abstention bonus a correct abstention pays only the format bonus
+    assert em_only_reward()(comps, answer=golds) == pytest.approx([1.5, 0.5, 0.5])
+
+
+def test_reward_errors():
+    with pytest.raises(KeyError, match="answer"):
+        AbstentionReward().answer_reward([_c("Acme")], output=["Acme"])
+    with pytest.raises(ValueError, match="abstain_bonus"):
+        AbstentionReward(abstain_bonus=-1)
+
+
+def test_metrics_hand_values():
+    comps = [_c("Acme"), _c("No Answer"), _c("Acme"), _c("No Answer"), "garbage"]
+    golds = ["Acme", NO_ANSWER, NO_ANSWER, "Boreal", "Boreal"]
+    m = abstention_metrics(comps, golds, ["easy", "unanswerable", "unanswerable", "hard", "hard"])
+    assert m["em"] == pytest.approx(2 / 5)
+    assert m["tp_unanswerable"] == pytest.approx(1 / 2)
+    assert m["over_abstention"] == pytest.approx(1 / 3)
+    assert m["em_answerable"] == pytest.approx(1 / 3)
+    assert m["em_hard"] == 0.0 and m["em_easy"] == 1.0
+    assert m["format_rate"] == pytest.approx(4 / 5)
+    assert extract_answer("garbage") is None
+
+
+# --- the world: answers correct by construction -------------------------------------------------------------------
+def _brute(tenures, lo, hi):
+    """Independent check: the org that holds every year of [lo, hi], by enumerating the years."""
+    orgs = {t.org for t in tenures if all(t.start <= y <= t.end for y in range(lo, hi + 1))}
+    return orgs.pop() if orgs else NO_ANSWER
+
+
+def test_world_answers_by_interval_checks():
+    items = make_temporal_qa(300, unanswerable_frac=0.3, seed=5)
+    for it in items:
+        ts = sorted(it.tenures, key=lambda t: t.start)
+        assert all(a.end < b.start - 1 for a, b in zip(ts, ts[1:]))  # non-overlapping, a gap year between tenures
+        assert it.answer == _brute(it.tenures, it.lo, it.hi)
+        assert (it.answer == NO_ANSWER) == (it.kind == "unanswerable")
+        if it.qtype == "after":  # the asked year is N years after leaving the named org
+            (org,) = [t for t in it.tenures if t.org == it.after_org]
+            assert it.lo == org.end + it.after_n
+        for t in it.tenures:  # the context states every tenure
+            assert str(t.start) in it.context and str(t.end) in it.context and t.org in it.context
+        assert it.rationale.endswith(f"<answer>\n{it.answer}\n</answer>")
+        assert AbstentionReward()([it.rationale], answer=[it.answer]) == [2.5 if it.answer != NO_ANSWER else 1.5]
+    assert sum(it.kind == "unanswerable" for it in items) == 90
+    assert {it.qtype for it in items} == {"year", "between", "after"}
+    assert make_temporal_qa(20, seed=1) == make_temporal_qa(20, seed=1)
+
+
+def test_world_edge_cases_and_errors():
+    ts = (Tenure("A", 1990, 1994), Tenure("B", 1996, 2000))
+    assert answer_for(ts, 1994, 1994) == "A" and answer_for(ts, 1995, 1995) == NO_ANSWER
+    assert answer_for(ts, 1993, 1996) == NO_ANSWER and answer_for(ts, 1996, 2000) == "B"
+    with pytest.raises(ValueError, match="kind"):
+        make_item(random.Random(0), "medium")
+    with pytest.raises(ValueError, match="unanswerable_frac"):
+        make_temporal_qa(10, unanswerable_frac=1.5)
+
+
+def test_tokenizer_round_trip():
+    tok = exact_word_tokenizer(vocabulary())
+    for it in make_temporal_qa(50, seed=2):
+        text = it.prompt + it.rationale
+        ids = tok(text)["input_ids"]
+        assert tok.unk_token_id not in ids
+        assert tok.decode(ids) == text  # exact, newlines included: the format regex can be satisfied
+
+
+# --- the reward inside TRL's GRPOTrainer: advantages, loss and gradient by hand on a fixed batch ---------------------
+FIXED = [  # (gold, four completions) -> rewards (2.5, 0.5, 0.5, 0) and (1.5, 0.5, 1.5, 0.5)
+    ("Acme", [_c("Acme"), _c("Boreal", "no . no"), _c("No Answer", "no"), "<think>\nAcme"]),
+    (NO_ANSWER, [_c("No Answer"), _c("Acme", "yes . no . no"), _c("No Answer", "no . no"), _c("Boreal", "so")]),
+]
+
+
+def _grpo_fixed_batch(reward, out_dir):
+    from iclr26.lm.tiny import tiny_model
+    from iclr26.rlft.abstention import abstention_grpo_trainer, grpo_config, grpo_dataset
+
+    tok = exact_word_tokenizer(vocabulary())
+    model = tiny_model("llama", vocab_size=len(tok), d_model=32, n_layers=1, n_heads=2, max_len=128)
+    ds = grpo_dataset(
+        [
+            {"prompt": f"Question: Where did Alice work in {y} ?\n", "answer": g}
+            for y, (g, _) in zip((1990, 1999), FIXED)
+        ]
+    )
+    comp = {
+        p: [tok(c + "<eos>", add_special_tokens=False)["input_ids"] for c in cs]
+        for p, (_, cs) in zip(ds["prompt"], FIXED)
+    }
+
+    def rollout(prompts, trainer):  # TRL's rollout hook: fixed completions instead of sampling (same per prompt order)
+        seen: dict[str, int] = {}
+        out = {"prompt_ids": [], "completion_ids": [], "logprobs": []}
+        for p in prompts:
+            k = seen[p] = seen.get(p, -1) + 1
+            ids = comp[p][k]
+            out["prompt_ids"].append(tok(p, add_special_tokens=False)["input_ids"])
+            out["completion_ids"].append(ids)
+            out["logprobs"].append([0.0] * len(ids))
+        return out
+
+    args = grpo_config(str(out_dir), use_cpu=True, max_completion_length=24, beta=0.0, per_device_train_batch_size=8)
+    trainer = abstention_grpo_trainer(model, tok, ds, args, reward=reward, rollout_func=rollout)
+    batch = [ds[0]] * 4 + [ds[1]] * 4
+    trainer.current_gradient_accumulation_steps = 1  # set by Trainer.train(); one accumulation step here
+    model.train()
+    out = trainer._generate_and_score_completions(batch)
+    return trainer, model, out, tok
+
+
+@pytest.mark.parametrize("reward", [AbstentionReward(), em_only_reward()], ids=["abstention", "em-only"])
+def test_grpo_trainer_loss_by_hand(reward, tmp_path):
+    trainer, model, out, tok = _grpo_fixed_batch(reward, tmp_path)
+    golds = [g for g, cs in FIXED for _ in cs]
+    texts = [c for _, cs in FIXED for c in cs]
+    r = torch.tensor(reward(texts, answer=golds)).view(2, 4)
+    adv = (r - r.mean(1, keepdim=True)).view(-1)  # Dr.GRPO: A_i = R_i - mean_j R_j, no std scaling
+    torch.testing.assert_close(out["advantages"].float(), adv)
+
+    model.zero_grad()
+    loss = trainer.compute_loss(model, out)
+    loss.backward()
+    g_trl = model.lm_head.weight.grad.clone()
+
+    # by hand: ratio = 1 on the first inner step, so L = -(1 / (N * L_max)) sum_i A_i sum_t log pi(o_it) (value: the
+    # ratio is exp(logp - logp.detach()) = 1, hence L = -sum_i A_i |o_i| / (N * L_max))
+    ids = torch.cat([out["prompt_ids"], out["completion_ids"]], 1)
+    mask = torch.cat([out["prompt_mask"], out["completion_mask"]], 1)
+    model.zero_grad()
+    logits = model(input_ids=ids, attention_mask=mask).logits[:, out["prompt_ids"].shape[1] - 1 : -1]
+    logp = torch.log_softmax(logits.float(), -1).gather(-1, out["completion_ids"].unsqueeze(-1)).squeeze(-1)
+    cm = out["completion_mask"].float()
+    n_max = trainer.max_completion_length
+    surrogate = -(adv[:, None] * logp * cm).sum() / (len(adv) * n_max)
+    surrogate.backward()
+    value = -(adv * cm.sum(1)).sum() / (len(adv) * n_max)
+    torch.testing.assert_close(loss.detach(), value, rtol=1e-5, atol=1e-6)
+    # TRL's fused lm-head log-probs differ from a plain log-softmax by ~1e-3 per token: compare gradients by norm
+    g_hand = model.lm_head.weight.grad
+    assert (g_trl - g_hand).norm() < 0.02 * g_hand.norm()
+    assert g_hand.norm() > 0  # the reward moves the policy
+
+
+def test_abstention_bonus_changes_the_update(tmp_path):
+    """Control: the same batch under the EM-only reward gives other advantages."""
+    _, _, a, _ = _grpo_fixed_batch(AbstentionReward(), tmp_path / "a")
+    _, _, b, _ = _grpo_fixed_batch(em_only_reward(), tmp_path / "b")
+    assert not torch.allclose(a["advantages"], b["advantages"])
+
+
+# --- smoke run of the reproduction ------------------------------------------------------------------------------------
+def test_smoke_run(tmp_path, monkeypatch):
+    from iclr26.core.runs import run_paper
+
+    monkeypatch.setenv("ICLR26_CACHE", str(tmp_path / "cache"))  # the smoke base policy is trained here, not cached
+    res = run_paper("temporal-abstention", scale="smoke", out=tmp_path, quiet=True)
+    m = res.per_seed[0]
+    assert m["teacher_em"] == 1.0 and m["teacher_format"] == 1.0
+    for arm in ("sft", "grpo", "emonly", "u80"):
+        assert 0.0 <= m[f"{arm}_em"] <= 1.0
+    assert {c["id"] for c in res.verdicts} == {
+        "testbed",
+        "rl-beats-sft-em",
+        "rl-raises-tp",
+        "sft-overconfident",
+        "collapse",
+    }
+
+
+def test_kl_reference_is_the_policy_as_passed(tmp_path):
+    """TRL reloads the reference from the config path; after in-memory fine-tuning it must still equal the policy."""
+    from iclr26.lm.tiny import tiny_model
+    from iclr26.rlft.abstention import abstention_grpo_trainer, grpo_config, grpo_dataset
+
+    tok = exact_word_tokenizer(vocabulary())
+    model = tiny_model("llama", vocab_size=len(tok), d_model=32, n_layers=1, n_heads=2, max_len=128)
+    model.save_pretrained(tmp_path / "before")
+    model.config._name_or_path = str(tmp_path / "before")  # as if loaded from there ...
+    with torch.no_grad():
+        model.lm_head.weight.add_(1.0)  # ... then fine-tuned in memory (stage 1)
+    ds = grpo_dataset([{"prompt": "Question: Where did Alice work in 1990 ?\n", "answer": "Acme"}])
+    args = grpo_config(str(tmp_path / "out"), use_cpu=True, max_completion_length=8, per_device_train_batch_size=4)
+    trainer = abstention_grpo_trainer(model, tok, ds, args)
+    assert trainer.beta == 0.01
+    torch.testing.assert_close(trainer.ref_model.lm_head.weight, model.lm_head.weight)
