@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 
 import torch
 from tqdm.auto import tqdm
+from transformers import get_cosine_schedule_with_warmup
 
 from .config import FTICRConfig
 from .model import DEFAULT_TARGETS, Example, qa_batch
@@ -76,11 +77,7 @@ class FTICR:
         c = self.cfg
         params = [p for p in self.model.parameters() if p.requires_grad]
         opt = torch.optim.AdamW(params, lr=c.lr, weight_decay=c.weight_decay, betas=(0.9, 0.95))
-        warm = max(1, int(c.warmup * steps))
-        sched = torch.optim.lr_scheduler.LambdaLR(
-            opt,
-            lambda s: (s + 1) / warm if s < warm else 0.5 * (1 + math.cos(math.pi * (s - warm) / max(1, steps - warm))),
-        )
+        sched = get_cosine_schedule_with_warmup(opt, max(1, int(c.warmup * steps)), steps)  # linear warm-up, cosine
         hist = {"loss": [], "val": [], "val_step": [], "best_step": 0, "seconds": 0.0}
         best, best_state, bad, t0 = -math.inf, None, 0, time.time()
         bar = tqdm(range(steps), desc="FT-ICR", disable=not progress, leave=False)

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 import torch
 from tqdm.auto import tqdm
+from transformers import get_cosine_schedule_with_warmup
 
 from ...lm.adapters import ModelAdapter
 from .config import PERKConfig
@@ -212,11 +213,7 @@ class PERK:
              {"params": [self.log_lr] if c.learn_inner_lr else [], "weight_decay": 0.0}],
             lr=c.outer_lr, betas=c.outer_betas,
         )  # fmt: skip
-        warm = max(1, int(c.warmup * steps))
-        sched = torch.optim.lr_scheduler.LambdaLR(
-            opt,
-            lambda s: (s + 1) / warm if s < warm else 0.5 * (1 + math.cos(math.pi * (s - warm) / max(1, steps - warm))),
-        )
+        sched = get_cosine_schedule_with_warmup(opt, max(1, int(c.warmup * steps)), steps)  # linear warm-up, cosine
         hist = {"loss": [], "val": [], "val_step": [], "best_step": 0, "seconds": 0.0}
         best, best_state, bad, t0 = -math.inf, None, 0, time.time()
         bar = tqdm(range(steps), desc="PERK meta-train", disable=not progress, leave=False)
