@@ -228,6 +228,15 @@ def test_config_checks():
 # ---------------------------------------------------------------- the reproduction
 
 
+def test_quantize_model_refuses_peft_adapters():
+    from peft import LoraConfig, get_peft_model
+
+    model = tiny_model("llama", vocab_size=64, d_model=32, n_layers=1, n_heads=2, max_len=32)
+    wrapped = get_peft_model(model, LoraConfig(r=2, target_modules=["q_proj"]))
+    with pytest.raises(ValueError, match="merge_and_unload"):
+        quantize_model(wrapped, k=2)
+
+
 def test_smoke_run(tmp_path):
     pytest.importorskip("hqq", reason="the reproduction's HQQ baseline needs the hqq package (compression extra)")
     from iclr26.core.runs import run_paper

@@ -47,6 +47,12 @@ def quantize_model(model: nn.Module, k: int = 2, progress: bool = False, skip: t
     """
     if not isinstance(k, int) or k < 1:
         raise ValueError(f"quantize_model: k must be a positive integer (kernels per layer), got {k!r}")
+    adapters = [n for n, m in model.named_modules() if hasattr(m, "base_layer") and hasattr(m, "lora_A")]
+    if adapters:
+        raise ValueError(
+            f"quantize_model: the model carries peft LoRA layers ({adapters[0]}, ...); merge them "
+            "(`model = model.merge_and_unload()`) or quantize the model before adding an adapter"
+        )
     layers = [(n, m) for n, m in quantizable_linears(model) if not any(n == s or n.endswith("." + s) for s in skip)]
     for name, module in tqdm(layers, desc=f"MBOK K={k}", disable=not progress, leave=False):
         _set_module(model, name, MultiBooleanLinear.from_linear(module, k))
