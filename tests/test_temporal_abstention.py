@@ -240,3 +240,33 @@ def test_kl_reference_is_the_policy_as_passed(tmp_path):
     trainer = abstention_grpo_trainer(model, tok, ds, args)
     assert trainer.beta == 0.01
     torch.testing.assert_close(trainer.ref_model.lm_head.weight, model.lm_head.weight)
+
+
+def test_clone_runs_its_own_weights_after_trl_patched_the_original(tmp_path):
+    """The reproduction's policy copy (`experiment.clone`): after a TRL trainer was built on a policy, a copy whose
+    weights change must compute with *its* weights (a `copy.deepcopy` kept the original's bound `forward`)."""
+    import copy
+
+    from iclr26.lm.tiny import tiny_model
+    from iclr26.papers.temporal_abstention.experiment import clone
+    from iclr26.rlft.abstention import abstention_grpo_trainer, grpo_config, grpo_dataset
+
+    tok = exact_word_tokenizer(vocabulary())
+    model = tiny_model("llama", vocab_size=len(tok), d_model=32, n_layers=1, n_heads=2, max_len=128)
+    ds = grpo_dataset([{"prompt": "Question: Where did Alice work in 1990 ?\n", "answer": "Acme"}])
+    args = grpo_config(
+        str(tmp_path / "out"), use_cpu=True, max_completion_length=8, per_device_train_batch_size=4, beta=0.0
+    )
+    abstention_grpo_trainer(model, tok, ds, args)  # patches the instance, as in stage 2
+    ids = torch.tensor([[tok.bos_token_id, 5, 6, 7]])
+    with torch.no_grad():
+        before = model(input_ids=ids).logits
+        c = clone(model)
+        torch.testing.assert_close(c(input_ids=ids).logits, before)  # a faithful copy ...
+        c.lm_head.weight.add_(1.0)
+        assert not torch.allclose(c(input_ids=ids).logits, before)  # ... that runs its own weights
+        d = copy.deepcopy(model)
+        d.lm_head.weight.add_(1.0)
+        stale = torch.allclose(d(input_ids=ids).logits, before)
+    # documents the pitfall where TRL patches `forward` (the reason for `clone`); not asserted across TRL versions
+    print("deepcopy keeps the original forward:", stale)
