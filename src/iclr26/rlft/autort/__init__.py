@@ -1,0 +1,33 @@
+"""AUTO-RT (Liu et al., ICLR 2026, https://arxiv.org/abs/2501.01830): reinforcement learning over attack *strategies*
+with dynamic strategy pruning (early-terminated exploration, Eq. 3) and progressive reward tracking through a
+downgraded target chosen by the First Inverse Rate (Eq. 4, FIR).
+
+The generator here is a compact torch policy over abstract strategy tokens (`StrategyPolicy`), trained by PPO with a
+KL penalty to its initial state; it runs against any environment with the staged interface of
+`iclr26.worlds.redteam.RedTeamEnv` (`reset`, `consistent`, `query_downgrade`, `query_target`). No language model and
+no harmful text are involved.
+"""
+
+from .config import AutoRTConfig
+from .metrics import asr_top_k, semantic_diversity
+from .policy import StrategyPolicy, fit_supervised, to_strategies, to_tokens
+from .prt import ProgressiveRewardTracker, first_inverse_rate, select_downgrade, shaped_reward
+from .pruning import DynamicStrategyPruner, multi_hot
+from .trainer import AutoRT
+
+__all__ = [
+    "AutoRT",
+    "AutoRTConfig",
+    "DynamicStrategyPruner",
+    "ProgressiveRewardTracker",
+    "StrategyPolicy",
+    "asr_top_k",
+    "first_inverse_rate",
+    "fit_supervised",
+    "multi_hot",
+    "select_downgrade",
+    "semantic_diversity",
+    "shaped_reward",
+    "to_strategies",
+    "to_tokens",
+]
