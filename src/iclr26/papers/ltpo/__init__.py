@@ -38,8 +38,8 @@ class Cfg:
     steps: int = field(default=20, metadata={"help": "T, reward forward passes per problem (paper: 20)"})
     top_k: int = field(default=10, metadata={"help": "k of the confidence reward (paper: 10)"})
     sigma_decay: float = field(default=0.9, metadata={"help": "γ_σ (paper Table 7: 0.9)"})
-    n_test: int = field(default=200, metadata={"help": "test problems per split (ID; OOD split evenly over lengths)"})
-    n_val: int = field(default=100, metadata={"help": "validation problems per split for tuning (ours)"})
+    n_test: int = field(default=160, metadata={"help": "test problems per split (ID; OOD split evenly over lengths)"})
+    n_val: int = field(default=60, metadata={"help": "validation problems per split for tuning (ours)"})
     sigma_grid: tuple[float, ...] = field(
         default=(0.25, 1.0, 4.0), metadata={"help": "σ0 / RMS(E) grid (ours; extended at the edges)"}
     )
@@ -49,7 +49,10 @@ class Cfg:
     adam_grid: tuple[float, ...] = field(
         default=(0.003, 0.03, 0.3), metadata={"help": "Adam lr / RMS(E) grid of autograd LTPO and the oracle (ours)"}
     )
-    train_steps: int = field(default=4000, metadata={"help": "max training steps of the tiny reasoner (early stop)"})
+    train_steps: int = field(
+        default=6000,
+        metadata={"help": "safety cap on the tiny reasoner's steps; the plateau rule (lr halving, early stop) decides"},
+    )
     d_model: int = field(default=64, metadata={"help": "width of the tiny reasoner (dossier: 128; CPU budget)"})
     n_layers: int = field(default=4, metadata={"help": "layers of the tiny reasoner (dossier: 4)"})
     smol: bool = field(default=True, metadata={"help": "run the SmolLM2 part"})
@@ -97,7 +100,7 @@ CONFIGS = {
         seeds=tuple(range(10)), n_test=1000, n_val=300, smol_n=100, smol_val=40, smol_steps=20, train_steps=20000
     ),
 }
-VERSION = 1
+VERSION = 2
 EXPECTED_SECONDS = {"smoke": 60, "quick": 600, "full": 7200}  # quick: cached models, one thread (see docs)
 ACCEPTS_MODEL = False
 MODEL_NOTE = "run LTPO on your own model with `iclr26.latent.LTPO(model, tokenizer).solve(question)`"
@@ -184,6 +187,7 @@ _M = {
 METRICS = {
     "train_val_acc": "tiny reasoner: validation ID accuracy at early stopping (CoT-Unk format)",
     "train_steps": "tiny reasoner: optimiser steps until early stopping",
+    "train_capped": "tiny reasoner: 1 if training hit the step cap before the plateau rule stopped it (not converged)",
     "corr_ood_ltpo": "Pearson r between LTPO's best reward and its correctness, OOD test problems",
     "corr_id_ltpo": "same on ID problems",
     "corr_ood_cotunk": "Pearson r between R(H^0) and CoT-Unk correctness, OOD",

@@ -34,6 +34,7 @@ def _run(cfg: Cfg, seed: int, ctx) -> dict[str, float]:
     # one reasoner (training seed 0) for every evaluation seed: seeds vary the problems and the policy noise
     model, tok, info = reasoner(cfg, world, progress=not getattr(ctx, "quiet", True))
     m["train_val_acc"], m["train_steps"] = info["val_acc_id"], float(info["steps"])
+    m["train_capped"] = float(info.get("capped", True))
     _world_part(cfg, seed, ctx, world, model, tok, m)
     ctx.log(f"seed {seed}: world part done in {time.time() - t0:.0f}s")
     if cfg.smol:
