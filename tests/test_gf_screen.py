@@ -301,3 +301,50 @@ def test_focus_loss_is_the_codes_dicece_by_default_and_weighted_ce_without_dice(
     assert focus_loss(TrainConfig(dice_weight=0.0, fg_class_weight=20.0))(small, empty) < 0.011
     with pytest.raises(ValueError, match="dice_weight"):
         TrainConfig(dice_weight=-1.0)
+
+
+# ---------------------------------------------------------------- Focus training: early stopping, frozen Focus
+
+
+def test_train_focus_keeps_the_best_validation_checkpoint(monkeypatch):
+    """Early stopping restores the weights of the best validation score and stops after `patience` worse ones."""
+    from iclr26.science.gf_screen import TrainConfig, train_focus
+    from iclr26.science.gf_screen import train as tr
+
+    img = np.random.default_rng(0).random((4, 1, 16, 16, 16)).astype(np.float32)
+    lab = np.zeros_like(img)
+    lab[:, :, 6:9, 6:9, 6:9] = 1
+    scores = iter([0.1, 0.5, 0.3, 0.2, 0.9])  # best at the 2nd evaluation, then 2 worse: stop before the 0.9
+    snaps = []
+
+    def fake_score(focus, images, labels):
+        snaps.append({k: v.clone() for k, v in focus.state_dict().items()})
+        return next(scores), 0.5
+
+    monkeypatch.setattr(tr, "focus_val_score", fake_score)
+    focus = make_focus("fcn", channels=(2,))
+    hist = train_focus(img, lab, focus, (img[:1], lab[:1]), TrainConfig(steps=10, lr=1e-2), eval_every=2, patience=2)
+    assert hist["val_step"] == [2, 4, 6, 8] and hist["best_step"] == [4]
+    assert len(hist["seg_loss"]) == 8  # stopped at step 8 (2 evaluations without improvement after step 4)
+    for k, v in focus.state_dict().items():
+        assert torch.equal(v, snaps[1][k])  # the step-4 weights, not the last ones
+    assert not all(torch.equal(v, snaps[3][k]) for k, v in focus.state_dict().items())
+
+
+def test_frozen_focus_is_not_updated_while_glance_learns():
+    from iclr26.science.gf_screen import GlanceSpec, TrainConfig, train_glance_focus
+
+    rng = np.random.default_rng(0)
+    img = rng.random((4, 1, 16, 16, 16)).astype(np.float32)
+    lab = np.zeros_like(img)
+    lab[:2, :, 6:9, 6:9, 6:9] = 1
+    cfg = TrainConfig(steps=3, roi=(8, 8, 8))
+    for update in (False, True):
+        torch.manual_seed(0)
+        focus, glance = make_focus("fcn", channels=(2,)), make_glance((4, 4, 4, 4))
+        f0 = {k: v.clone() for k, v in focus.state_dict().items()}
+        g0 = {k: v.clone() for k, v in glance.state_dict().items()}
+        train_glance_focus(img, lab, focus, {"gf": GlanceSpec(glance, GRLConfig())}, cfg, update_focus=update)
+        same_f = all(torch.equal(v, f0[k]) for k, v in focus.state_dict().items())
+        assert same_f is (not update)
+        assert not all(torch.equal(v, g0[k]) for k, v in glance.state_dict().items())

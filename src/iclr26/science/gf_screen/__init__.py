@@ -25,7 +25,7 @@ from .screen import (
     volume_metrics,
     window_outputs,
 )
-from .train import CropSampler, GlanceSpec, TrainConfig, focus_loss, train_glance_focus
+from .train import CropSampler, GlanceSpec, TrainConfig, focus_loss, focus_val_score, train_focus, train_glance_focus
 
 __all__ = [
     "CropSampler",
@@ -37,6 +37,7 @@ __all__ = [
     "aggregate",
     "balanced_glance_ce",
     "focus_loss",
+    "focus_val_score",
     "detection_reward",
     "dice_reward",
     "glance_scores",
@@ -48,6 +49,7 @@ __all__ = [
     "segment_all",
     "select_prob",
     "summarize",
+    "train_focus",
     "train_glance_focus",
     "volume_metrics",
     "window_outputs",

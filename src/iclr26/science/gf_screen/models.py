@@ -38,7 +38,8 @@ def make_glance(widths=(8, 16, 32, 32), layers=(1, 1, 1, 1)) -> nn.Module:
 
 
 def make_focus(kind: str = "unet", channels=(8, 16, 32), roi=(16, 16, 16), feature_size: int = 48) -> nn.Module:
-    """The Focus segmenter: ``"unet"`` (MONAI UNet, strides 2, one residual unit per level), ``"basicunet"``,
+    """The Focus segmenter: ``"unet"`` (MONAI UNet, strides 2, one residual unit per level, instance norm),
+    ``"unet_bn"`` (the same UNet with batch norm after a fixed input standardisation; ours, for CPU), ``"basicunet"``,
     ``"fcn"`` (a fixed input standardisation, then MONAI convolution blocks without normalisation; ours, for CPU) or
     ``"swinunetr"`` (the paper's network; needs roi sides divisible by 32)."""
     from monai.networks import nets
@@ -47,6 +48,12 @@ def make_focus(kind: str = "unet", channels=(8, 16, 32), roi=(16, 16, 16), featu
         if len(channels) < 2:
             raise ValueError(f"make_focus: channels needs >= 2 levels, got {channels!r}")
         return nets.UNet(3, 1, 2, channels=tuple(channels), strides=(2,) * (len(channels) - 1), num_res_units=1)
+    if kind == "unet_bn":  # ours, for CPU: fixed input standardisation, then the UNet with batch norm
+        if len(channels) < 2:
+            raise ValueError(f"make_focus: channels needs >= 2 levels, got {channels!r}")
+        unet = nets.UNet(3, 1, 2, channels=tuple(channels), strides=(2,) * (len(channels) - 1), num_res_units=1,
+                         norm="batch")  # fmt: skip
+        return nn.Sequential(FixedStandardise(), unet)
     if kind == "basicunet":
         return nets.BasicUNet(spatial_dims=3, in_channels=1, out_channels=2, features=(8, 16, 32, 64, 64, 8))
     if kind == "fcn":  # norm-free dilated conv stack of MONAI blocks (receptive field 13³), no down-sampling
@@ -63,4 +70,4 @@ def make_focus(kind: str = "unet", channels=(8, 16, 32), roi=(16, 16, 16), featu
         )
     if kind == "swinunetr":
         return nets.SwinUNETR(in_channels=1, out_channels=2, feature_size=feature_size, use_v2=True)
-    raise ValueError(f"make_focus: kind must be 'unet', 'basicunet', 'fcn' or 'swinunetr', got {kind!r}")
+    raise ValueError(f"make_focus: kind must be 'unet', 'unet_bn', 'basicunet', 'fcn' or 'swinunetr', got {kind!r}")

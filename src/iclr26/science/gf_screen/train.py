@@ -150,8 +150,12 @@ def train_glance_focus(
     cfg: TrainConfig = TrainConfig(),
     seed: int = 0,
     progress: bool = False,
+    update_focus: bool = True,
 ) -> dict[str, list]:
-    """Train the Focus model and every Glance model on the same stream of groups; returns per-step histories."""
+    """Train the Focus model and every Glance model on the same stream of groups; returns per-step histories.
+
+    ``update_focus=False`` keeps a (pre-trained, see :func:`train_focus`) Focus model fixed in eval mode: it only
+    segments the groups to give the rewards, as in the paper's later epochs once the segmenter has converged."""
     from monai.optimizers import WarmupCosineSchedule
 
     torch.manual_seed(seed)
@@ -173,13 +177,19 @@ def train_glance_focus(
         it = tqdm(it, desc="gf-screen train", leave=False)
     for step in it:
         crops, labs = sampler.sample()
-        focus.train()
-        seg = focus(crops)
-        loss = seg_loss(seg, labs)
-        opt_f.zero_grad()
-        loss.backward()
-        opt_f.step()
-        sched.step()
+        if update_focus:
+            focus.train()
+            seg = focus(crops)
+            loss = seg_loss(seg, labs)
+            opt_f.zero_grad()
+            loss.backward()
+            opt_f.step()
+            sched.step()
+        else:
+            with torch.no_grad():
+                seg = focus.eval()(crops)
+                loss = seg_loss(seg, labs)
+        seg = seg.detach()  # the reward never back-propagates into the Focus model
         hist["seg_loss"].append(float(loss.detach()))
         has = labs.flatten(1).amax(1) > 0
         rewards = {"detect": detection_reward(seg, labs)}
@@ -206,4 +216,82 @@ def train_glance_focus(
     focus.eval()
     for spec in glances.values():
         spec.model.eval()
+    return hist
+
+
+def focus_val_score(focus: torch.nn.Module, images: np.ndarray, labels: np.ndarray, grid=(0.3, 0.5, 0.7, 0.9)):
+    """Validation score of the Focus model on every window (the baseline): max over voxel thresholds of
+    (scan F1 + Dice) / 2, the reproduction's one tuning criterion. Returns (score, best threshold)."""
+    from .screen import ScreenConfig, segment_all, summarize, volume_metrics
+
+    maps = [segment_all(torch.from_numpy(i[None]).float(), focus, ScreenConfig(roi=tuple(focus_roi(focus)))).numpy()
+            for i in images]  # fmt: skip
+    best = (-1.0, grid[0])
+    for t in grid:
+        m = summarize([volume_metrics(p > t, lab[0]) for p, lab in zip(maps, labels)])
+        best = max(best, ((m["f1"] + m["dice"]) / 2, t), key=lambda x: x[0])
+    return best
+
+
+def focus_roi(focus: torch.nn.Module) -> tuple[int, int, int]:
+    """The window size a Focus model was trained on (``focus.roi``, set by :func:`train_focus`; default 16³)."""
+    return tuple(getattr(focus, "roi", (16, 16, 16)))
+
+
+def train_focus(
+    images: np.ndarray,
+    labels: np.ndarray,
+    focus: torch.nn.Module,
+    val: tuple[np.ndarray, np.ndarray],
+    cfg: TrainConfig = TrainConfig(),
+    seed: int = 0,
+    eval_every: int = 100,
+    patience: int = 4,
+    progress: bool = False,
+) -> dict[str, list]:
+    """Train the Focus segmenter alone to convergence: at most ``cfg.steps`` steps on pos/neg crop groups (same
+    sampler, loss and schedule as :func:`train_glance_focus`), scored every ``eval_every`` steps on the validation
+    volumes by :func:`focus_val_score`; stops after ``patience`` evaluations without improvement and restores the
+    best weights (early stopping, the nnU-Net practice of keeping the best validation checkpoint)."""
+    from monai.optimizers import WarmupCosineSchedule
+
+    if eval_every < 1 or patience < 1:
+        raise ValueError(f"train_focus: eval_every and patience must be >= 1, got {eval_every!r}, {patience!r}")
+    torch.manual_seed(seed)
+    focus.roi = tuple(cfg.roi)
+    sampler = CropSampler(images, labels, cfg, seed)
+    seg_loss = focus_loss(cfg)
+    opt = torch.optim.AdamW(focus.parameters(), lr=cfg.focus_lr or cfg.lr, weight_decay=cfg.weight_decay)
+    steps_per_epoch = max(1, len(images) // cfg.volumes_per_step)
+    sched = WarmupCosineSchedule(opt, int(cfg.warmup_epochs * steps_per_epoch), cfg.steps)
+    hist: dict[str, list] = {"seg_loss": [], "val_score": [], "val_step": [], "best_step": [0]}
+    best, best_state, bad = -np.inf, copy.deepcopy(focus.state_dict()), 0
+    it = range(1, cfg.steps + 1)
+    if progress:
+        from tqdm import tqdm
+
+        it = tqdm(it, desc="gf-screen focus", leave=False)
+    for step in it:
+        crops, labs = sampler.sample()
+        focus.train()
+        loss = seg_loss(focus(crops), labs)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        sched.step()
+        hist["seg_loss"].append(float(loss.detach()))
+        if step % eval_every == 0 or step == cfg.steps:
+            focus.eval()
+            score, _ = focus_val_score(focus, *val)
+            hist["val_score"].append(score)
+            hist["val_step"].append(step)
+            if score > best + 1e-4:
+                best, best_state, bad = score, copy.deepcopy(focus.state_dict()), 0
+                hist["best_step"] = [step]
+            else:
+                bad += 1
+                if bad >= patience:
+                    break
+    focus.load_state_dict(best_state)
+    focus.eval()
     return hist
