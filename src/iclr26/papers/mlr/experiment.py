@@ -1,0 +1,326 @@
+"""The MLR reproduction: `run` (imported only to run; the light card is `__init__.py`)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+import tempfile
+import time
+from dataclasses import asdict
+
+import numpy as np
+import torch
+from datasets import Dataset
+from transformers import AutoModelForCausalLM, PrinterCallback, TrainerCallback
+from transformers.utils import logging as hf_logging
+
+from iclr26.core.locks import file_lock
+from iclr26.core.paths import cache_dir
+from iclr26.core.threads import run_threads
+from iclr26.lm.tiny import tiny_model
+from iclr26.lm.tokenizer import build_word_tokenizer
+from iclr26.rlft.mlr import (
+    MLRConfig,
+    MLRSystem,
+    StepFormat,
+    Traj,
+    add_planner,
+    encode_parts,
+    final_text,
+    iterative_step_dpo,
+    masked_logps,
+    masked_sft,
+    set_trainable,
+)
+from iclr26.worlds.modprog import ModProgWorld, parse_answer
+
+from . import Cfg
+
+BASE_VERSION = 3  # bump when the world or the pretraining recipe changes (cached bases are retrained)
+SFT_FIELDS = (
+    "p",
+    "train_horizons",
+    "n_traces",
+    "sft_frac",
+    "plan_slip",
+    "exec_slip",
+    "n_val",
+    "d_model",
+    "n_layers",
+    "pretrain_epochs",
+    "sft_lr",
+    "lora_r",
+    "max_epochs",
+    "patience",
+    "test_horizons",
+)
+FMT = StepFormat(summarize=lambda d, c: c.split("=")[-1].strip())  # compressor: a step -> its result
+
+
+def _pretrained_base(cfg: Cfg, world: ModProgWorld, ctx):
+    """The base model (component skills only), one for every seed like a pretrained LLM; trained once, cached."""
+    key = json.dumps([BASE_VERSION, cfg.p, cfg.d_model, cfg.n_layers, cfg.pretrain_epochs, cfg.pretrain_lookups])
+    d = cache_dir() / "mlr-base" / hashlib.sha1(key.encode()).hexdigest()[:12]
+    tok = build_word_tokenizer(world.vocabulary_texts())
+    with file_lock(d.with_suffix(".lock"), "the MLR base model", quiet=ctx.quiet):
+        if not (d / "config.json").exists():
+            model = tiny_model("llama", seed=0, vocab_size=len(tok), d_model=cfg.d_model, n_layers=cfg.n_layers,
+                               n_heads=4, max_len=512)  # fmt: skip
+            exs = [[(q, False), (" " + a, True)] for q, a in world.pretrain_examples(cfg.pretrain_lookups)]
+            masked_sft(model, tok, exs, lr=3e-3, batch_size=64, max_epochs=cfg.pretrain_epochs, progress=not ctx.quiet)
+            model.save_pretrained(d)
+    return AutoModelForCausalLM.from_pretrained(d, dtype=torch.float32).eval(), tok
+
+
+def _cached(cfg: Cfg, seed: int, name: str, build, make_empty, ctx):
+    """A trained SFT stage of a seed, built once and cached (its state dict) like the base."""
+    key = json.dumps([BASE_VERSION, name, seed, {k: v for k, v in asdict(cfg).items() if k in SFT_FIELDS}])
+    f = cache_dir() / "mlr-sft" / f"{hashlib.sha1(key.encode()).hexdigest()[:16]}.pt"
+    f.parent.mkdir(parents=True, exist_ok=True)
+    with file_lock(f.with_suffix(".lock"), f"the MLR {name} model", quiet=ctx.quiet):
+        if f.exists():
+            sys_ = make_empty()
+            sys_.model.load_state_dict(torch.load(f))
+            return sys_
+        sys_ = build()
+        torch.save(sys_.model.state_dict(), f)
+    return sys_
+
+
+class Bench:
+    """The seed's data and the shared evaluation protocol (same decoding loop for every arm)."""
+
+    def __init__(self, cfg: Cfg, seed: int):
+        self.cfg, self.seed = cfg, seed
+        self.world = w = ModProgWorld(seed, cfg.p)
+        self.train = w.problems(cfg.n_traces, cfg.train_horizons, "train")
+        self.traces = w.traces(self.train, cfg.plan_slip, cfg.exec_slip)
+        self.val = w.problems(cfg.n_val, cfg.train_horizons, "val")
+        vt = w.traces(self.val, cfg.plan_slip, cfg.exec_slip, salt="val")
+        self.val_trajs = [Traj(p.prompt, [(d, c) for d, c, _ in st]) for p, st in zip(self.val, vt, strict=True)]
+        self.test = {k: w.problems(cfg.n_test, (k,), f"test{k}") for k in cfg.test_horizons}
+        self.answer = {p.prompt: p.answer for p in [*self.train, *self.val, *sum(self.test.values(), [])]}
+        self.n_small = max(1, round(cfg.sft_frac * cfg.n_traces))
+        self.n_pairs = max(1, round(cfg.pair_frac * cfg.n_traces))
+
+    def mcfg(self, **kw) -> MLRConfig:
+        c = self.cfg
+        return MLRConfig(lora_r=c.lora_r, lora_alpha=2 * c.lora_r, max_stages=max(c.test_horizons) + 2,
+                         max_plan_tokens=6, max_exec_tokens=8, max_rollout_tokens=12 * max(c.train_horizons) + 12,
+                         n_rollouts=c.n_rollouts, k_candidates=c.k_candidates, beta=c.beta,
+                         dpo_lr_planner=c.dpo_lr_planner, dpo_lr_executor=c.dpo_lr, dpo_epochs=c.dpo_epochs,
+                         rounds=c.rounds, prefix_batch=c.prefix_batch,
+                         max_prefix_batches=c.max_prefix_batches, **kw)  # fmt: skip
+
+    def trajs(self, n: int | None = None) -> list[Traj]:
+        return [Traj(p.prompt, [(d, c) for d, c, _ in st]) for p, st in list(zip(self.train, self.traces))[:n]]
+
+    def verifier(self, prompt: str, text: str) -> bool:
+        return parse_answer(text) == self.answer[prompt]
+
+    def accuracy(self, system: MLRSystem, problems, salt: int = 0) -> float:
+        torch.manual_seed(self.seed * 1000 + salt)
+        ts = system.solve([p.prompt for p in problems])
+        return float(np.mean([self.verifier(t.prompt, final_text(t)) for t in ts]))
+
+    def val_fn(self, system: MLRSystem):
+        """Validation accuracy (sampled decoding): the stopping rule of the RL stages (GRPO, Step-DPO rounds)."""
+        return lambda: self.accuracy(system, self.val, salt=1)
+
+    def val_loss_fn(self, system: MLRSystem, level: str):
+        """Minus the teacher-forced NLL per trained token on held-out teacher traces: the stopping rule of every SFT
+        stage (smooth and cheap, unlike a sampled accuracy on 64 problems)."""
+        enc = [encode_parts(system.tok, system.sft_parts(t, level)) for t in self.val_trajs]
+
+        @torch.no_grad()
+        def score():
+            with system.level("planner" if level == "planner" else "executor"):
+                lp = masked_logps(system.model, [e[0] for e in enc], [e[1] for e in enc], system.tok.pad_token_id)
+            return float(lp.sum()) / sum(sum(e[1]) for e in enc)
+
+        return score
+
+    def test_metrics(self, system: MLRSystem) -> dict[int, float]:
+        return {k: self.accuracy(system, ps, salt=2 + k) for k, ps in self.test.items()}
+
+
+def _single(bench: Bench, base, tok, n: int, ctx, name: str) -> MLRSystem:
+    """A single policy (no split) SFT'd on the first ``n`` traces, every trace token trained."""
+    model = _copy(base)
+    sys_ = MLRSystem(model, tok, bench.mcfg(), FMT, split=False)
+    exs = [sys_.sft_parts(t, "single") for t in bench.trajs(n)]
+    set_trainable(sys_, "executor")
+    r = masked_sft(model, tok, exs, lr=bench.cfg.sft_lr, batch_size=32, max_epochs=bench.cfg.max_epochs,
+                   evaluate=bench.val_loss_fn(sys_, "single"), patience=bench.cfg.patience,
+                   seed=bench.seed)  # fmt: skip
+    ctx.log(f"seed {bench.seed}: {name}: SFT on {n} traces, {r['epochs']} epochs, val NLL {-r['best']:.3f}, "
+            f"val acc {bench.val_fn(sys_)():.3f}")  # fmt: skip
+    return sys_
+
+
+def _two_level(bench: Bench, executor: MLRSystem, tok, ctx) -> MLRSystem:
+    """MLR's SFT: the executor is the backbone SFT'd on whole traces (the repository's low-level SFT trains on the full
+    response), here the single policy on the first 10 % of the traces; the planner LoRA is then trained on the
+    descriptor tokens of the compressed planner views of the same traces, on top of that executor."""
+    cfg, trajs = bench.cfg, bench.trajs(bench.n_small)
+    sys_ = MLRSystem(add_planner(_copy(executor.model), bench.mcfg()), tok, bench.mcfg(), FMT, split=True)
+    set_trainable(sys_, "planner")
+    r = masked_sft(sys_.model, tok, [sys_.sft_parts(t, "planner") for t in trajs], lr=cfg.sft_lr, batch_size=32,
+                   max_epochs=cfg.max_epochs, evaluate=bench.val_loss_fn(sys_, "planner"), patience=cfg.patience,
+                   seed=bench.seed)  # fmt: skip
+    for p in sys_.model.parameters():
+        p.requires_grad = False
+    ctx.log(
+        f"seed {bench.seed}: mlr_sft: planner LoRA {r['epochs']} epochs on {len(trajs)} traces, val NLL "
+        f"{-r['best']:.3f}, val acc {bench.val_fn(sys_)():.3f}"
+    )
+    return sys_
+
+
+def _copy(model):
+    m = AutoModelForCausalLM.from_config(model.config, dtype=torch.float32)
+    m.load_state_dict(model.state_dict())
+    return m.eval()
+
+
+def _clone_system(sys_: MLRSystem, bench: Bench, **kw) -> MLRSystem:
+    import copy
+
+    return MLRSystem(copy.deepcopy(sys_.model), sys_.tok, bench.mcfg(**kw), FMT, split=sys_.split)
+
+
+def _step_dpo(bench: Bench, sys_: MLRSystem, ctx, name: str) -> tuple[MLRSystem, int]:
+    prompts = [p.prompt for p in bench.train]
+    per_round = -(-bench.n_pairs // bench.cfg.rounds)
+    hist = iterative_step_dpo(sys_, prompts, bench.verifier, per_round, seed=bench.seed, evaluate=bench.val_fn(sys_),
+                              log=lambda m: ctx.log(f"seed {bench.seed}: {name}: {m}"))  # fmt: skip
+    ctx.log(f"seed {bench.seed}: {name}: val by round {[round(s, 3) for s in hist['scores']]}")
+    return sys_, sum(hist["pairs"])
+
+
+class _EarlyStop(TrainerCallback):
+    """GRPO: validate every few iterations, keep the best weights, stop after ``patience`` evaluations without gain."""
+
+    def __init__(self, bench: Bench, system: MLRSystem, every: int, patience: int):
+        self.bench, self.system, self.every, self.patience = bench, system, every, patience
+        self.best, self.bad, self.state, self.scores = -1.0, 0, None, []
+
+    def check(self, model):
+        self.system.model = model
+        was = model.training
+        model.eval()
+        s = self.bench.val_fn(self.system)()
+        model.train(was)
+        self.scores.append(s)
+        if s > self.best:
+            self.best, self.bad = s, 0
+            self.state = {k: v.detach().clone() for k, v in model.state_dict().items()}
+        else:
+            self.bad += 1
+        return self.bad >= self.patience
+
+    def on_train_begin(self, args, state, control, model=None, **kwargs):
+        self.check(model)
+
+    def on_step_end(self, args, state, control, model=None, **kwargs):
+        if state.global_step % self.every == 0 and self.check(model):
+            control.should_training_stop = True
+
+
+def _grpo(bench: Bench, sft: MLRSystem, ctx) -> MLRSystem:
+    """sft_full + outcome-reward GRPO (TRL's GRPOTrainer), reward 1 iff the trace's answer is correct."""
+    from trl import GRPOConfig, GRPOTrainer
+
+    cfg = bench.cfg
+
+    def correct(prompts, completions, **kw):
+        return [float(parse_answer(c) == bench.answer[p]) for p, c in zip(prompts, completions, strict=True)]
+
+    with tempfile.TemporaryDirectory() as tmp:
+        sft.model.save_pretrained(f"{tmp}/sft")
+        tok = sft.tok
+        tok.padding_side = "left"
+        per_iter = cfg.grpo_prompts * cfg.grpo_generations
+        args = GRPOConfig(output_dir=f"{tmp}/out", per_device_train_batch_size=per_iter,
+                          num_generations=cfg.grpo_generations, max_completion_length=12 * max(cfg.train_horizons),
+                          learning_rate=cfg.grpo_lr, lr_scheduler_type="constant", beta=0.001, loss_type="bnpo",
+                          temperature=1.0, top_k=0, max_steps=cfg.grpo_max_iters, logging_steps=10**6,
+                          report_to="none", use_cpu=True, save_strategy="no", disable_tqdm=True, seed=bench.seed,
+                          data_seed=bench.seed)  # fmt: skip
+        ds = Dataset.from_list([{"prompt": p.prompt} for p in bench.train])
+        system = MLRSystem(sft.model, tok, bench.mcfg(), FMT, split=False)
+        stop = _EarlyStop(bench, system, cfg.grpo_eval_every, cfg.patience)
+        tr = GRPOTrainer(model=f"{tmp}/sft", reward_funcs=correct, args=args, train_dataset=ds, processing_class=tok,
+                         callbacks=[stop])  # fmt: skip
+        tr.remove_callback(PrinterCallback)
+        tr.train()
+        tok.padding_side = "right"
+        model = tr.model.eval()
+        model.load_state_dict(stop.state)
+    ctx.log(f"seed {bench.seed}: grpo: {len(stop.scores)} validations, best val {stop.best:.3f}")
+    return MLRSystem(model, tok, bench.mcfg(), FMT, split=False)
+
+
+def run(cfg: Cfg, seed: int, ctx) -> dict[str, float]:
+    hf_logging.set_verbosity_error()
+    hf_logging.disable_progress_bar()
+    with run_threads():
+        return _run(cfg, seed, ctx)
+
+
+def _run(cfg: Cfg, seed: int, ctx) -> dict[str, float]:
+    torch.manual_seed(seed)
+    random.seed(seed)
+    bench = Bench(cfg, seed)
+    base, tok = _pretrained_base(cfg, bench.world, ctx)
+
+    def single_empty():
+        return MLRSystem(_copy(base), tok, bench.mcfg(), FMT, split=False)
+
+    def two_level_empty():
+        return MLRSystem(add_planner(_copy(base), bench.mcfg()), tok, bench.mcfg(), FMT, split=True)
+
+    systems, secs, extra = {}, {}, {}
+
+    def timed(name, fn):
+        t = time.process_time()
+        systems[name] = fn()
+        secs[name] = time.process_time() - t
+
+    def sft(name, n):
+        return _cached(cfg, seed, name, lambda: _single(bench, base, tok, n, ctx, name), single_empty, ctx)
+
+    timed("sft_full", lambda: sft("sft_full", cfg.n_traces))
+    if "grpo" in cfg.arms:
+        timed("grpo", lambda: _grpo(bench, systems["sft_full"], ctx))
+    timed("sft_small", lambda: sft("sft_small", bench.n_small))  # MLR's executor = the nosplit starting point
+    build = lambda: _two_level(bench, systems["sft_small"], tok, ctx)  # noqa: E731
+    timed("mlr_sft", lambda: _cached(cfg, seed, "mlr_sft", build, two_level_empty, ctx))
+    secs["mlr_sft"] += secs["sft_small"]
+    for arm, rule in (("mlr", "tsmc"), ("mlr_outcome", "outcome"), ("mlr_random", "random"), ("mlr_nosplit", "tsmc")):
+        if arm not in cfg.arms:
+            continue
+        start = systems["sft_small" if arm == "mlr_nosplit" else "mlr_sft"]
+
+        def fn(rule=rule, arm=arm, start=start):
+            s, extra[f"n_pairs_{arm}"] = _step_dpo(bench, _clone_system(start, bench, pair_rule=rule), ctx, arm)
+            return s
+
+        timed(arm, fn)
+        secs[arm] += secs["sft_small" if arm == "mlr_nosplit" else "mlr_sft"]
+    m: dict[str, float] = {"n_pairs_mlr": float(extra.get("n_pairs_mlr", 0))}
+    short = [k for k in cfg.test_horizons if k <= max(cfg.train_horizons)]
+    lo, hi = min(cfg.test_horizons), max(cfg.test_horizons)
+    for arm in cfg.arms:
+        if arm not in systems:
+            continue
+        acc = bench.test_metrics(systems[arm])
+        for k, a in acc.items():
+            m[f"acc_{arm}_k{k}"] = a
+        m[f"acc_{arm}"] = float(np.mean([acc[k] for k in short]))
+        m[f"deg_{arm}"] = 1.0 - acc[hi] / acc[lo] if acc[lo] > 0 else 1.0
+        m[f"cpu_s_{arm}"] = secs.get(arm, 0.0)
+        ctx.log(f"seed {seed}: {arm:11s} " + " ".join(f"K{k} {a:.2f}" for k, a in acc.items())
+                + f" ({secs.get(arm, 0):.0f} s CPU)")  # fmt: skip
+    return m

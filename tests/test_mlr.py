@@ -1,0 +1,236 @@
+"""MLR: Step-DPO's loss (direction, TRL equality, training moves the margin), TSMC weights against a known value
+function, the planner adapter toggle, the modular-program world, and a smoke run of the paper."""
+
+import math
+import random
+
+import pytest
+import torch
+
+from iclr26.lm.tiny import tiny_model
+from iclr26.lm.tokenizer import build_word_tokenizer
+from iclr26.rlft.mlr import (
+    MLRConfig,
+    MLRSystem,
+    StepFormat,
+    Traj,
+    add_planner,
+    completion_logps,
+    mc_twist,
+    set_trainable,
+    step_dpo,
+    step_dpo_loss,
+    step_pairs,
+    tsmc_log_weight,
+)
+from iclr26.worlds.modprog import LETTERS, ModProgWorld, apply, parse_answer, trace_text
+
+torch.set_num_threads(1)
+
+
+@pytest.fixture(scope="module")
+def tok():
+    return build_word_tokenizer(ModProgWorld(0).vocabulary_texts())
+
+
+def _model(tok, seed=0):
+    return tiny_model("llama", seed=seed, vocab_size=len(tok), d_model=32, n_layers=1, n_heads=2, max_len=128)
+
+
+# ---------------------------------------------------------------- world
+
+
+def test_world_answers_are_correct_by_construction():
+    w = ModProgWorld(3, p=11)
+    probs = w.problems(200, range(3, 13), "t")
+    assert probs == ModProgWorld(3, p=11).problems(200, range(3, 13), "t")  # deterministic from the seed
+    for pr, steps in zip(probs, w.traces(probs), strict=True):
+        words = pr.prompt.split()
+        assert words[0] == "start" and words[2] == "from" and words[-1] == "go"
+        listed = words[5:-1]
+        ops = [
+            (listed[i], listed[i + 1].rstrip("0123456789"), int(listed[i + 1].lstrip("admulrsb")))
+            for i in range(0, len(listed), 2)
+        ]
+        labels = sorted(lab for lab, _, _ in ops)
+        start = LETTERS.index(labels[0])
+        assert labels == list(LETTERS[start : start + len(ops)]) and words[3] == labels[0]  # consecutive, hinted
+        v = int(words[1])
+        for lab in labels:  # independent evaluation of the program
+            _, k, a = next(o for o in ops if o[0] == lab)
+            v = {"add": (v + a) % 11, "rsub": (a - v) % 11, "mul": (v * a) % 11}[k]
+        assert pr.answer == v
+        assert parse_answer(trace_text(steps)) == v  # the clean teacher's trace ends at the answer
+        assert [d.split()[0] for d, _, _ in steps[:-1]] == labels  # planning = the next label each time
+
+
+def test_teacher_slips_break_answers_at_the_stated_rates():
+    w = ModProgWorld(0)
+    probs = w.problems(2000, (6,), "t")
+    wrong = sum(parse_answer(trace_text(s)) != p.answer for p, s in zip(probs, w.traces(probs, 0.3, 0.0)))
+    assert 0.17 < wrong / 2000 < 0.3  # a swap changes the answer unless the two operations commute (add/add, mul/mul)
+    assert apply("rsub", 2, 5, 11) == 3 and apply("mul", 4, 3, 11) == 1 and apply("add", 9, 5, 11) == 3
+
+
+# ---------------------------------------------------------------- Step-DPO
+
+
+def _pair_ids(tok, prefix, c):
+    from iclr26.rlft.mlr import encode_parts
+
+    return encode_parts(tok, [(prefix, False), (" " + c, True)], eos=False)
+
+
+def test_step_dpo_loss_is_lower_when_the_chosen_step_is_already_preferred(tok):
+    ref = _model(tok)
+    pol = _model(tok)
+    prefix, good, bad = "start 3 from a ops a add2 go plan", "a add2 exec", "a mul2 exec"
+    # make the policy prefer `good` relative to the reference: a few likelihood steps on it
+    opt = torch.optim.SGD(pol.parameters(), lr=0.5)
+    ids, mask = _pair_ids(tok, prefix, good)
+    for _ in range(5):
+        loss = pol(
+            input_ids=torch.tensor([ids]), labels=torch.tensor([[i if m else -100 for i, m in zip(ids, mask)]])
+        ).loss
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    lp = {n: completion_logps(m, tok, [prefix] * 2, [good, bad]) for n, m in (("pol", pol), ("ref", ref))}
+    right, *_ = step_dpo_loss(lp["pol"][:1], lp["pol"][1:], lp["ref"][:1], lp["ref"][1:], beta=0.1)
+    wrong, *_ = step_dpo_loss(lp["pol"][1:], lp["pol"][:1], lp["ref"][1:], lp["ref"][:1], beta=0.1)
+    assert right < math.log(2) < wrong
+    assert float(right + wrong) > 2 * math.log(2) - 1e-6  # -log s(x) - log s(-x) >= 2 log 2
+
+
+def test_step_dpo_loss_matches_trls_dpo_trainer_on_a_fixed_batch(tok, tmp_path):
+    from datasets import Dataset
+    from trl import DPOConfig, DPOTrainer
+
+    pol, ref = _model(tok, 1), _model(tok, 2)
+    rows = [{"prompt": "start 3 from a ops a add2 go plan", "chosen": " a add2 exec", "rejected": " a rsub2 exec"},
+            {"prompt": "start 5 from b ops b mul3 go plan b mul3 exec", "chosen": " 5 mul3 = 4 end",
+             "rejected": " 5 mul3 = 7 end"}]  # fmt: skip
+    args = DPOConfig(output_dir=str(tmp_path), beta=0.1, per_device_train_batch_size=2, report_to="none",
+                     use_cpu=True, save_strategy="no", max_length=None)  # fmt: skip
+    tr = DPOTrainer(model=pol, ref_model=ref, args=args, train_dataset=Dataset.from_list(rows), processing_class=tok)
+    batch = next(iter(tr.get_train_dataloader()))
+    pol.eval()
+    with torch.no_grad():
+        trl_loss = float(tr.compute_loss(pol, batch))
+    pre = [r["prompt"] for r in rows]
+    lp = {(m, k): completion_logps(net, tok, pre, [r[k][1:] + " <eos>" for r in rows])  # TRL appends EOS
+          for m, net in (("pol", pol), ("ref", ref)) for k in ("chosen", "rejected")}  # fmt: skip
+    ours, *_ = step_dpo_loss(
+        lp["pol", "chosen"], lp["pol", "rejected"], lp["ref", "chosen"], lp["ref", "rejected"], 0.1
+    )
+    assert abs(float(ours) - trl_loss) < 1e-5
+
+
+def test_step_dpo_training_raises_the_chosen_margin(tok):
+    model = _model(tok)
+    pairs = [{"prompt": "start 3 from a ops a add2 go plan", "chosen": "a add2 exec", "rejected": "a mul2 exec"}] * 8
+    before = completion_logps(model, tok, [pairs[0]["prompt"]] * 2, ["a add2 exec", "a mul2 exec"])
+    step_dpo(model, tok, pairs, beta=0.1, lr=1e-2, epochs=3, batch_size=4)
+    after = completion_logps(model, tok, [pairs[0]["prompt"]] * 2, ["a add2 exec", "a mul2 exec"])
+    assert (after[0] - after[1]) > (before[0] - before[1]) + 1.0
+
+
+# ---------------------------------------------------------------- TSMC
+
+
+class _Stub(MLRSystem):
+    """A system whose rollouts succeed with a known probability V(h) (a value function known in closed form): V is
+    read from the last descriptor of the rollout prefix."""
+
+    def __init__(self, tok, value, cands):
+        super().__init__(_model(tok), tok, MLRConfig(k_candidates=len(cands), n_rollouts=4000), StepFormat(), False)
+        self.value, self.cands, self.rng = value, cands, random.Random(0)
+
+    def sample(self, level, prefixes, temperature=None):
+        return [self.cands[i % len(self.cands)] for i in range(len(prefixes))]
+
+    def complete(self, prefixes):
+        return [f"{p} plan done exec result {int(self.rng.random() < self.value(p))} end" for p in prefixes]
+
+
+def _ok(prompt, text):
+    return parse_answer(text) == 1
+
+
+def test_tsmc_weights_match_the_analytic_ratio_of_a_known_value_function(tok):
+    v = {"a add1": 0.6, "a rsub1": 0.15, "a mul1": 0.3}  # V(h + candidate); V(h) = 0.3
+
+    def value(prefix):
+        return next((x for d, x in v.items() if prefix.endswith(f"plan {d} exec")), 0.3)
+
+    stub = _Stub(tok, value, list(v))
+    psi = mc_twist(stub, [Traj("p 1"), Traj("p 1", pending="a add1")], 4000, _ok)
+    assert abs(psi[0] - 0.3) < 0.03 and abs(psi[1] - 0.6) < 0.03
+    assert tsmc_log_weight(0.3, 0.6) == pytest.approx(math.log(0.601 / 0.301))  # eps = 1e-3
+    assert tsmc_log_weight(0.0, 1.0) == 5.0 and tsmc_log_weight(0.5, 0.5, p_before=0.5, p_after=1.0) < 0  # clip; p
+    (pair,) = step_pairs(stub, [(Traj("p 1"), "planner")], _ok, random.Random(0))
+    assert pair["chosen"] == "a add1 exec" and pair["rejected"] == "a rsub1 exec"
+    assert pair["prompt"] == "p 1 plan"  # the shared prefix
+    assert pair["r_chosen"] == pytest.approx(math.log(0.601 / 0.301), abs=0.12)
+    assert pair["r_rejected"] == pytest.approx(math.log(0.151 / 0.301), abs=0.2)
+    stub.cfg.pair_rule = "random"  # the control ignores the value function: over many draws it flips the order
+    picks = {step_pairs(stub, [(Traj("p 1"), "planner")], None, random.Random(s))[0]["chosen"] for s in range(30)}
+    assert len(picks) > 1
+
+
+# ---------------------------------------------------------------- adapter toggle
+
+
+def test_planner_adapter_changes_only_planner_steps(tok):
+    base = _model(tok)
+    x = torch.tensor([tok("start 3 from a ops a add2 go plan a add2 exec")["input_ids"]])
+    with torch.no_grad():
+        ref_logits = base(input_ids=x).logits.clone()
+    cfg = MLRConfig(lora_r=4, lora_alpha=8, lora_dropout=0.0, max_plan_tokens=4, max_exec_tokens=6)
+    sys_ = MLRSystem(add_planner(base, cfg), tok, cfg, StepFormat(), split=True)
+    set_trainable(sys_, "planner")
+    assert all("lora_" in n for n, p in sys_.model.named_parameters() if p.requires_grad)
+    with torch.no_grad():
+        for n, p in sys_.model.named_parameters():
+            if "lora_B" in n:
+                p.normal_(0, 0.5)  # a non-trivial planner
+        with sys_.executor():
+            ex = sys_.model(input_ids=x).logits
+        pl = sys_.model(input_ids=x).logits
+    assert torch.equal(ex, ref_logits) and not torch.allclose(pl, ref_logits, atol=1e-3)
+    t = Traj("start 3 from a ops a add2 go", [("a add2", "3 add2 = 5")], pending="b mul2")
+    zero = MLRSystem(add_planner(_model(tok), cfg), tok, cfg, StepFormat(), split=True)  # LoRA B = 0 at init
+
+    def draw(s, level):
+        torch.manual_seed(7)
+        pre = [s.exec_prefix(t)] * 16 if level == "executor" else [s.plan_prefix(t)] * 16
+        return s.sample(level, pre, temperature=1.0)
+
+    assert draw(sys_, "executor") == draw(zero, "executor")  # executor steps: same with any planner
+    assert draw(sys_, "planner") != draw(zero, "planner")  # planner steps change
+    assert sys_.planner_view(Traj("q", [("a add2", "3 add2 = 5")])) == "q plan a add2 exec 3 add2 = 5 end"
+    comp = MLRSystem(sys_.model, tok, cfg, StepFormat(summarize=lambda d, c: c.split("=")[-1].strip()), True)
+    assert comp.planner_view(Traj("q", [("a add2", "3 add2 = 5")])) == "q plan a add2 exec 5 end"
+
+
+# ---------------------------------------------------------------- smoke
+
+
+def test_smoke_run_of_the_paper(tmp_path, monkeypatch):
+    monkeypatch.setenv("ICLR26_CACHE", str(tmp_path))
+    from iclr26.papers import mlr as card
+    from iclr26.papers.mlr import experiment
+
+    class Ctx:
+        quiet = True
+
+        def log(self, msg):
+            pass
+
+    cfg = card.CONFIGS["smoke"]
+    m = experiment.run(cfg, 0, Ctx())
+    for claim in card.CLAIMS:
+        if claim.applies(cfg):
+            for name in claim.metrics():
+                assert name in card.METRICS and name in m, name
+    assert 0 <= m["acc_mlr"] <= 1 and m["n_pairs_mlr"] <= round(cfg.pair_frac * cfg.n_traces)
