@@ -254,10 +254,10 @@ def test_clone_runs_its_own_weights_after_trl_patched_the_original(tmp_path):
     tok = exact_word_tokenizer(vocabulary())
     model = tiny_model("llama", vocab_size=len(tok), d_model=32, n_layers=1, n_heads=2, max_len=128)
     ds = grpo_dataset([{"prompt": "Question: Where did Alice work in 1990 ?\n", "answer": "Acme"}])
-    args = grpo_config(
-        str(tmp_path / "out"), use_cpu=True, max_completion_length=8, per_device_train_batch_size=4, beta=0.0
-    )
-    abstention_grpo_trainer(model, tok, ds, args)  # patches the instance, as in stage 2
+    args = grpo_config(str(tmp_path / "out"), use_cpu=True, max_completion_length=8, per_device_train_batch_size=4)
+    trainer = abstention_grpo_trainer(model, tok, ds, args)  # patches the instance, as in stage 2
+    # an in-memory model without a checkpoint path gets its KL reference from its own weights (Path("") is no path)
+    torch.testing.assert_close(trainer.ref_model.lm_head.weight, model.lm_head.weight)
     ids = torch.tensor([[tok.bos_token_id, 5, 6, 7]])
     with torch.no_grad():
         before = model(input_ids=ids).logits

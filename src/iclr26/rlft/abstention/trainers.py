@@ -144,7 +144,8 @@ def abstention_grpo_trainer(
         )
     args = args or grpo_config("grpo-out")
     in_memory = not isinstance(model, str) and args.beta != 0.0 and peft_config is None
-    if in_memory and not Path(str(getattr(model.config, "_name_or_path", "") or "")).is_dir():
+    name = str(getattr(model.config, "_name_or_path", "") or "")
+    if in_memory and not (name and Path(name).is_dir()):  # Path("") is ".", a directory: test the name first
         ref_dir = Path(args.output_dir) / "reference-policy"
         model.save_pretrained(ref_dir)
         model.config._name_or_path = str(ref_dir)
