@@ -298,8 +298,8 @@ CARDS: dict[str, tuple[str, str, str, str, str, str]] = {
         "PGLLM: point-graph in-context guidance and label propagation",
         "https://openreview.net/forum?id=qsra0EsUpe",
         "003",
-        "science",
-        "science",
+        "vision",
+        "vision",
     ),
     "gf-screen": (
         "Glance and Focus Reinforcement for Pan-cancer Screening",
