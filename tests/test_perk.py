@@ -196,3 +196,24 @@ def test_smoke_run_of_the_paper():
         for name in claim.metrics():
             assert name in card.METRICS and name in m, name
     assert 0 <= m["perk_acc"] <= 1 and m["perk_mem_L4"] > 0 and m["icr_mem_L4"] > 0
+
+
+def test_shared_loop_keeps_the_best_state_and_stops_on_patience():
+    """`loop.fit` (PERK meta-training and FT-ICR): the parameters at the best validation step come back, and training
+    stops after `patience` evaluations without improvement."""
+    from iclr26.latent.perk.loop import fit
+
+    w = torch.nn.Parameter(torch.zeros(1))
+    opt = torch.optim.SGD([w], lr=0.1)
+    scores = iter([0.1, 0.5, 0.2, 0.3, 0.4, 0.9])  # best at the 2nd evaluation, then 3 worse ones
+    seen = []
+
+    def validate():
+        seen.append(float(w))
+        return next(scores)
+
+    hist = fit([w], opt, lambda ex: -w.sum(), lambda step: [None], steps=50, warmup=0.0, max_grad_norm=10.0,
+               validate=validate, eval_every=2, patience=3, progress=False)  # fmt: skip
+    assert hist["best_step"] == 4 and hist["val_step"] == [2, 4, 6, 8, 10]  # stopped after 3 bad evaluations
+    assert float(w) == pytest.approx(seen[1])  # restored to the weights scored 0.5, not the last ones
+    assert seen[-1] > seen[1]  # training did move on after the best step

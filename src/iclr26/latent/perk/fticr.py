@@ -8,15 +8,12 @@ same rank as PERK's.
 
 from __future__ import annotations
 
-import math
-import time
 from collections.abc import Callable, Sequence
 
 import torch
-from tqdm.auto import tqdm
-from transformers import get_cosine_schedule_with_warmup
 
 from .config import FTICRConfig
+from .loop import fit
 from .model import DEFAULT_TARGETS, Example, qa_batch
 
 
@@ -77,37 +74,5 @@ class FTICR:
         c = self.cfg
         params = [p for p in self.model.parameters() if p.requires_grad]
         opt = torch.optim.AdamW(params, lr=c.lr, weight_decay=c.weight_decay, betas=(0.9, 0.95))
-        sched = get_cosine_schedule_with_warmup(opt, max(1, int(c.warmup * steps)), steps)  # linear warm-up, cosine
-        hist = {"loss": [], "val": [], "val_step": [], "best_step": 0, "seconds": 0.0}
-        best, best_state, bad, t0 = -math.inf, None, 0, time.time()
-        bar = tqdm(range(steps), desc="FT-ICR", disable=not progress, leave=False)
-        for step in bar:
-            batch = sample(step)
-            opt.zero_grad(set_to_none=True)
-            total = 0.0
-            for ex in batch:
-                loss = self.loss(ex) / len(batch)
-                loss.backward()
-                total += loss.item()
-            torch.nn.utils.clip_grad_norm_(params, c.max_grad_norm)
-            opt.step()
-            sched.step()
-            hist["loss"].append(total)
-            if validate is not None and ((step + 1) % eval_every == 0 or step + 1 == steps):
-                score = validate()
-                hist["val"].append(score)
-                hist["val_step"].append(step + 1)
-                bar.set_postfix(loss=f"{total:.3f}", val=f"{score:.3f}")
-                if score > best:
-                    best, bad, hist["best_step"] = score, 0, step + 1
-                    best_state = [p.detach().clone() for p in params]
-                else:
-                    bad += 1
-                    if bad >= patience:
-                        break
-        if best_state is not None:
-            with torch.no_grad():
-                for p, s in zip(params, best_state):
-                    p.copy_(s)
-        hist["seconds"] = time.time() - t0
-        return hist
+        return fit(params, opt, self.loss, sample, steps, c.warmup, c.max_grad_norm, validate, eval_every, patience,
+                   progress, desc="FT-ICR")  # fmt: skip

@@ -17,18 +17,15 @@ qwen2, ... by ``config.model_type``).
 from __future__ import annotations
 
 import contextlib
-import math
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import torch
-from tqdm.auto import tqdm
-from transformers import get_cosine_schedule_with_warmup
 
 from ...lm.adapters import ModelAdapter
 from .config import PERKConfig
 from .inner import answer_loss, inner_loop
+from .loop import fit
 
 # every attention and MLP projection, as the paper code's target list (by model type, never by model name)
 DEFAULT_TARGETS = {
@@ -213,37 +210,5 @@ class PERK:
              {"params": [self.log_lr] if c.learn_inner_lr else [], "weight_decay": 0.0}],
             lr=c.outer_lr, betas=c.outer_betas,
         )  # fmt: skip
-        sched = get_cosine_schedule_with_warmup(opt, max(1, int(c.warmup * steps)), steps)  # linear warm-up, cosine
-        hist = {"loss": [], "val": [], "val_step": [], "best_step": 0, "seconds": 0.0}
-        best, best_state, bad, t0 = -math.inf, None, 0, time.time()
-        bar = tqdm(range(steps), desc="PERK meta-train", disable=not progress, leave=False)
-        for step in bar:
-            batch = sample(step)
-            opt.zero_grad(set_to_none=True)
-            total = 0.0
-            for ex in batch:
-                loss = self.outer_loss(ex) / len(batch)
-                loss.backward()
-                total += loss.item()
-            torch.nn.utils.clip_grad_norm_(self.meta_parameters(), c.max_grad_norm)
-            opt.step()
-            sched.step()
-            hist["loss"].append(total)
-            if validate is not None and ((step + 1) % eval_every == 0 or step + 1 == steps):
-                score = validate()
-                hist["val"].append(score)
-                hist["val_step"].append(step + 1)
-                bar.set_postfix(loss=f"{total:.3f}", val=f"{score:.3f}")
-                if score > best:
-                    best, bad, hist["best_step"] = score, 0, step + 1
-                    best_state = [p.detach().clone() for p in self.meta_parameters()]
-                else:
-                    bad += 1
-                    if bad >= patience:
-                        break
-        if best_state is not None:
-            with torch.no_grad():
-                for p, s in zip(self.meta_parameters(), best_state):
-                    p.copy_(s)
-        hist["seconds"] = time.time() - t0
-        return hist
+        return fit(self.meta_parameters(), opt, self.outer_loss, sample, steps, c.warmup, c.max_grad_norm, validate,
+                   eval_every, patience, progress, desc="PERK meta-train")  # fmt: skip
