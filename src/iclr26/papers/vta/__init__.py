@@ -9,16 +9,18 @@ alignment layer, trained with conditioning dropout and used with classifier-free
 
 Protocol (real stocks and a 7B LLM are out of reach; the paper's pipeline on `iclr26.worlds.market`). Per seed: a
 regime-switching market (up / down / mean-reverting / volatile, mean duration 40 days, Student-t noise), closes
-standardised per stock on the train days, chronological 70/10/20 split, windows L = H = 10. Indicators by `ta` on the
-whole past series. The reasoner is a micro llama with an exact word tokenizer: prompt = the window's past returns
-and discrete indicator readings; completion = ``<think>`` a 4-word analyst rationale ``</think>`` ``<answer>`` 10
-quantised cumulative returns ``</answer>``. Reasoner-SFT (TRL `SFTTrainer`) on rule-based analyst rationales + the
-true future bins, epochs by validation MSE (early stopping); then Time-GRPO (TRL `GRPOTrainer`, the official four
-rewards, G = 8), checkpoint chosen by validation MSE. Forecasters (test MSE / MAE on standardised closes): naive last
-value, DLinear, backbone only (RevIN MLP), reasoner only (its decoded path), VTA with the SFT-only reasoner, VTA with
-the Time-GRPO reasoner; each trained to convergence with early stopping, learning rate (and the CFG scale w for VTA)
-chosen on validation by `tune_on_grid`. Testbed check: the generator's oracle (conditional mean given the hidden
-regime) against naive. Control: VTA trained and evaluated with the reasoner's outputs shuffled across windows.
+standardised per stock on the train days, chronological 70/10/20 split, windows L = H = 10. Indicators by `ta` on
+the whole past series. The reasoner is a micro llama with an exact word tokenizer: prompt = the window's past
+returns and discrete indicator readings; completion = ``<think>`` a 4-word analyst rationale ``</think>``
+``<answer>`` 10 quantised cumulative returns ``</answer>``. Reasoner-SFT (TRL `SFTTrainer`) on rule-based analyst
+rationales + the true future bins, epochs by validation MSE (early stopping); then Time-GRPO (TRL `GRPOTrainer`, the
+official four rewards, G = 8), checkpoint chosen by validation MSE. Both reasoner learning rates are tuned once per
+config by the same validation MSE on a separate tuning market (`tune_on_grid`, cached; every seed uses them).
+Forecasters (test MSE / MAE on standardised closes): naive last value, DLinear, backbone only (RevIN MLP), reasoner
+only (its decoded path), VTA with the SFT-only reasoner, VTA with the Time-GRPO reasoner; each trained to
+convergence with early stopping, learning rate (and the CFG scale w for VTA) chosen on validation by `tune_on_grid`.
+Testbed check: the generator's oracle (conditional mean given the hidden regime) against naive. Control: VTA trained
+and evaluated with the reasoner's outputs shuffled across windows.
 """
 
 from __future__ import annotations
@@ -40,13 +42,20 @@ class Cfg:
     n_layers: int = field(default=2, metadata={"help": "reasoner layers (dossier: 2)"})
     base_steps: int = field(default=1500, metadata={"help": "pre-training steps of the cached base reasoner (ours)"})
     base_stocks: int = field(default=8, metadata={"help": "stocks of the base reasoner's separate market (ours)"})
-    sft_lr: float = field(default=1e-3, metadata={"help": "SFT lr (code 2e-4 for LoRA on 7B; ours for a micro LM)"})
+    sft_lr_grid: tuple[float, ...] = field(
+        default=(3e-4, 1e-3, 3e-3),
+        metadata={"help": "reasoner SFT lr grid, tuned once by val MSE (code 2e-4 for LoRA on 7B; ours: micro LM)"},
+    )
     sft_max_epochs: int = field(default=2, metadata={"help": "max SFT epochs, best by val MSE (code: 2)"})
     grpo_steps: int = field(default=60, metadata={"help": "max Time-GRPO steps, best checkpoint by val MSE (ours)"})
     grpo_eval_every: int = field(default=15, metadata={"help": "validation interval in GRPO steps (ours)"})
     grpo_batch: int = field(default=64, metadata={"help": "completions per GRPO step (code: 4 x 2 accum. x 4 GPUs)"})
     num_generations: int = field(default=8, metadata={"help": "G completions per prompt (code: 4; dossier: 8)"})
-    grpo_lr: float = field(default=2e-4, metadata={"help": "GRPO lr (code 5e-6 for LoRA on 7B; dossier: 1e-4)"})
+    grpo_lr_grid: tuple[float, ...] = field(
+        default=(3e-5, 1e-4, 3e-4),
+        metadata={"help": "Time-GRPO lr grid, tuned once by val MSE (code 5e-6 for LoRA on 7B; dossier: 1e-4)"},
+    )
+    max_extensions: int = field(default=3, metadata={"help": "grid extensions past an edge pick (tune_on_grid)"})
     beta: float = field(default=0.04, metadata={"help": "KL coefficient to the SFT reference (TRL default then: 0.04)"})
     # forecasters
     lr_grid: tuple[float, ...] = field(default=(1e-3, 3e-3), metadata={"help": "lr grid, extended at edges"})
@@ -69,13 +78,13 @@ class Cfg:
 CONFIGS = {
     "smoke": Cfg(seeds=(0, 1), n_stocks=2, n_days=300, base_steps=20, base_stocks=1, sft_max_epochs=1, grpo_steps=2,
                  grpo_eval_every=2, grpo_batch=16, max_epochs=3, patience=1, oracle_paths=16, lr_grid=(3e-3,),
-                 w_grid=(1.0,)),
+                 w_grid=(1.0,), sft_lr_grid=(1e-3,), grpo_lr_grid=(2e-4,)),
     "quick": Cfg(),
     "full": Cfg(seeds=tuple(range(10)), n_stocks=30, n_days=2500, grpo_steps=400, sft_max_epochs=10, max_epochs=100,
                 patience=10),
 }  # fmt: skip
-VERSION = 1
-EXPECTED_SECONDS = {"smoke": 30, "quick": 320, "full": 7200}  # quick: 504 s measured with an empty cache (base 194 s)
+VERSION = 2  # 2: reasoner SFT and Time-GRPO lrs tuned once by validation MSE (were fixed)
+EXPECTED_SECONDS = {"smoke": 30, "quick": 280, "full": 7200}  # quick cached; empty cache ≈ 620 s CPU (docs)
 ACCEPTS_MODEL = False
 MODEL_NOTE = "train your own reasoner with `iclr26.rlft.vta.time_grpo_trainer` (see docs/papers/vta.md)"
 
@@ -147,6 +156,9 @@ METRICS = {
     "grpo_reward_last": "mean total reward of the last 10 % of GRPO steps",
     "grpo_best_step": "GRPO step whose checkpoint had the lowest validation MSE",
     "sft_epochs": "SFT epoch with the lowest validation MSE",
+    "sft_lr": "reasoner SFT lr, tuned once on the tuning market by validation MSE (grid grown past an edge)",
+    "grpo_lr": "reasoner Time-GRPO lr, tuned once on the tuning market by validation MSE (grid grown past an edge)",
+    "lrs_at_edge": "1 if either reasoner lr is still at its grid's edge after the extensions",
     "seconds_reasoner": "wall seconds of SFT + GRPO + generation",
     "seconds_total": "wall seconds of the seed",
 }

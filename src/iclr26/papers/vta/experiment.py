@@ -2,127 +2,19 @@
 
 from __future__ import annotations
 
-import copy
-import tempfile
 import time
 
 import numpy as np
 import torch
-from transformers import PrinterCallback, TrainerCallback
 from transformers.utils import logging as hf_logging
 
 from iclr26.probing.tuning import tune_on_grid
-from iclr26.rlft.abstention import generate
-from iclr26.rlft.vta import (
-    ConditionalForecaster,
-    DLinear,
-    ForecasterConfig,
-    RevINMLP,
-    TimeGRPOReward,
-    fit,
-    grpo_config,
-    grpo_dataset,
-    path_stats,
-    sft_config,
-    sft_dataset,
-    sft_trainer,
-    time_grpo_trainer,
-)
+from iclr26.rlft.vta import ConditionalForecaster, DLinear, ForecasterConfig, RevINMLP, fit, path_stats
 from iclr26.rlft.vta.forecaster import val_mse
 
 from . import Cfg
-from .data import BINS, REGIMES, build
-from .policy import base_reasoner, clone, tokenizer
-
-REWARD = TimeGRPOReward(parse=BINS.parse, to_target=BINS.to_target, row_columns=("last", "mu", "sd"))
-MAX_NEW = 32  # completion tokens: 4 rationale words + 10 bins + tags (26) with slack
-
-
-def decode(texts, split) -> tuple[np.ndarray, np.ndarray]:
-    """Completions -> (N, H) standardised paths (naive fallback where unparsed) and the parsed mask."""
-    paths, ok = np.repeat(split.x[:, -1:], split.y.shape[1], 1).copy(), np.zeros(len(texts), bool)
-    for i, (t, r) in enumerate(zip(texts, split.rows())):
-        p = REWARD.forecast(t, r)
-        if p is not None:
-            paths[i], ok[i] = p, True
-    return paths, ok
-
-
-def reason(model, tok, split) -> tuple[list[str], np.ndarray, np.ndarray]:
-    texts = generate(model, tok, split.prompts, max_new_tokens=MAX_NEW, batch_size=512)
-    return (texts, *decode(texts, split))
-
-
-def err(pred, y) -> tuple[float, float]:
-    return float(np.mean((pred - y) ** 2)), float(np.mean(np.abs(pred - y)))
-
-
-class _ValKeeper(TrainerCallback):
-    """Early stopping of the reasoner: validation MSE of its greedy forecasts at each epoch end (SFT) or every
-    ``every`` steps (GRPO); the best weights are kept."""
-
-    def __init__(self, model, tok, val, every: int | None = None):
-        self.model, self.tok, self.val, self.every = model, tok, val, every
-        self.best, self.at, self.state = float("inf"), 0, None
-
-    def _check(self, at):
-        _, path, _ = reason(self.model, self.tok, self.val)
-        mse = err(path, self.val.y)[0]
-        if mse < self.best:
-            self.best, self.at, self.state = mse, at, copy.deepcopy(self.model.state_dict())
-
-    def on_epoch_end(self, args, state, control, **kw):
-        if self.every is None:
-            self._check(round(state.epoch))
-
-    def on_step_end(self, args, state, control, **kw):
-        if self.every is not None and state.global_step % self.every == 0:
-            self._check(state.global_step)
-
-
-def train_reasoners(cfg: Cfg, data, seed: int, ctx):
-    tok = tokenizer()
-    base, spent = base_reasoner(cfg, tok, progress=not ctx.quiet)
-    if spent:
-        ctx.log(f"base reasoner pre-trained in {spent:.0f} s (cached from now on)")
-    t0 = time.time()
-    torch.manual_seed(seed)
-    model = clone(base, cfg, tok)
-    keep = _ValKeeper(model, tok, data["val"])
-    with tempfile.TemporaryDirectory() as tmp:
-        args = sft_config(tmp, learning_rate=cfg.sft_lr, num_train_epochs=cfg.sft_max_epochs,
-                          per_device_train_batch_size=32, max_length=96, use_cpu=True, seed=seed, disable_tqdm=True,
-                          logging_steps=10_000, warmup_steps=20, weight_decay=0.0)  # fmt: skip
-        tr = sft_trainer(model, tok, sft_dataset(data["train"].prompts, data["train"].sft), args, callbacks=[keep])
-        tr.remove_callback(PrinterCallback)
-        tr.train()
-    model.load_state_dict(keep.state)
-    ctx.log(f"seed {seed}: reasoner SFT {time.time() - t0:.0f} s, val MSE {keep.best:.4f} at epoch {keep.at}")
-    t0 = time.time()
-    sft = clone(model, cfg, tok)
-    sft_epochs = keep.at
-
-    rows = data["train"].rows()
-    rng = np.random.default_rng(seed)
-    n_prompts = cfg.grpo_steps * cfg.grpo_batch // cfg.num_generations
-    items = [rows[i] for i in rng.choice(len(rows), n_prompts, replace=n_prompts > len(rows))]
-    keep = _ValKeeper(model, tok, data["val"], every=cfg.grpo_eval_every)
-    with tempfile.TemporaryDirectory() as tmp:
-        args = grpo_config(tmp, learning_rate=cfg.grpo_lr, max_steps=cfg.grpo_steps, gradient_accumulation_steps=1,
-                           per_device_train_batch_size=cfg.grpo_batch, num_generations=cfg.num_generations,
-                           max_completion_length=MAX_NEW, beta=cfg.beta, weight_decay=0.0, use_cpu=True, seed=seed,
-                           disable_tqdm=True, logging_steps=1)  # fmt: skip
-        tr = time_grpo_trainer(model, tok, grpo_dataset(items, extra_columns=("last", "mu", "sd")), args,
-                               reward=REWARD, callbacks=[keep])  # fmt: skip
-        tr.remove_callback(PrinterCallback)
-        tr.train()
-    rewards = [h["reward"] for h in tr.state.log_history if "reward" in h]
-    model.load_state_dict(keep.state)
-    ctx.log(f"seed {seed}: Time-GRPO {time.time() - t0:.0f} s, val MSE {keep.best:.4f} at step {keep.at}")
-    k = max(1, len(rewards) // 10)
-    info = {"sft_epochs": sft_epochs, "grpo_best_step": keep.at, "grpo_reward_first": float(np.mean(rewards[:k])),
-            "grpo_reward_last": float(np.mean(rewards[-k:]))}  # fmt: skip
-    return tok, sft.eval(), model.eval(), info
+from .data import REGIMES, build
+from .reasoner import err, reason, train_reasoners
 
 
 def tensors(split, path=None, ok=None):

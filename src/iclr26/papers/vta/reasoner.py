@@ -1,0 +1,178 @@
+"""The VTA reproduction's reasoner: CoT-SFT, then Time-GRPO on TRL, each early-stopped on the validation MSE of its
+greedy forecasts; both learning rates tuned once per config by that same validation MSE (`tune_on_grid`, grids grown
+past an edge pick) on a tuning market of its own (`TUNE_SEED`), cached like a model and reused by every seed."""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import tempfile
+import time
+
+import numpy as np
+import torch
+from transformers import PrinterCallback, TrainerCallback
+
+from iclr26.core.locks import file_lock
+from iclr26.core.paths import cache_dir
+from iclr26.probing.tuning import tune_on_grid
+from iclr26.rlft.abstention import generate
+from iclr26.rlft.vta import (
+    TimeGRPOReward,
+    grpo_config,
+    grpo_dataset,
+    sft_config,
+    sft_dataset,
+    sft_trainer,
+    time_grpo_trainer,
+)
+
+from . import Cfg
+from .data import BINS, build
+from .policy import base_reasoner, clone, tokenizer
+
+REWARD = TimeGRPOReward(parse=BINS.parse, to_target=BINS.to_target, row_columns=("last", "mu", "sd"))
+MAX_NEW = 32  # completion tokens: 4 rationale words + 10 bins + tags (26) with slack
+TUNE_SEED = 77  # market seed of the tuning data, disjoint from the reproduction seeds' markets
+
+
+def decode(texts, split) -> tuple[np.ndarray, np.ndarray]:
+    """Completions -> (N, H) standardised paths (naive fallback where unparsed) and the parsed mask."""
+    paths, ok = np.repeat(split.x[:, -1:], split.y.shape[1], 1).copy(), np.zeros(len(texts), bool)
+    for i, (t, r) in enumerate(zip(texts, split.rows())):
+        p = REWARD.forecast(t, r)
+        if p is not None:
+            paths[i], ok[i] = p, True
+    return paths, ok
+
+
+def reason(model, tok, split) -> tuple[list[str], np.ndarray, np.ndarray]:
+    texts = generate(model, tok, split.prompts, max_new_tokens=MAX_NEW, batch_size=512)
+    return (texts, *decode(texts, split))
+
+
+def err(pred, y) -> tuple[float, float]:
+    return float(np.mean((pred - y) ** 2)), float(np.mean(np.abs(pred - y)))
+
+
+class _ValKeeper(TrainerCallback):
+    """Early stopping of the reasoner: validation MSE of its greedy forecasts at each epoch end (SFT) or every
+    ``every`` steps (GRPO); the best weights are kept."""
+
+    def __init__(self, model, tok, val, every: int | None = None):
+        self.model, self.tok, self.val, self.every = model, tok, val, every
+        self.best, self.at, self.state = float("inf"), 0, None
+
+    def _check(self, at):
+        _, path, _ = reason(self.model, self.tok, self.val)
+        mse = err(path, self.val.y)[0]
+        if mse < self.best:
+            self.best, self.at, self.state = mse, at, copy.deepcopy(self.model.state_dict())
+
+    def on_epoch_end(self, args, state, control, **kw):
+        if self.every is None:
+            self._check(round(state.epoch))
+
+    def on_step_end(self, args, state, control, **kw):
+        if self.every is not None and state.global_step % self.every == 0:
+            self._check(state.global_step)
+
+
+def sft_stage(base, tok, data, cfg: Cfg, seed: int, lr: float):
+    """CoT-SFT from the base on the analyst rationales; best epoch by validation MSE. -> (model, keeper)."""
+    torch.manual_seed(seed)
+    model = clone(base, cfg, tok)
+    keep = _ValKeeper(model, tok, data["val"])
+    with tempfile.TemporaryDirectory() as tmp:
+        args = sft_config(tmp, learning_rate=lr, num_train_epochs=cfg.sft_max_epochs,
+                          per_device_train_batch_size=32, max_length=96, use_cpu=True, seed=seed, disable_tqdm=True,
+                          logging_steps=10_000, warmup_steps=20, weight_decay=0.0)  # fmt: skip
+        tr = sft_trainer(model, tok, sft_dataset(data["train"].prompts, data["train"].sft), args, callbacks=[keep])
+        tr.remove_callback(PrinterCallback)
+        tr.train()
+    model.load_state_dict(keep.state)
+    return model.eval(), keep
+
+
+def grpo_stage(sft, tok, data, cfg: Cfg, seed: int, lr: float):
+    """Time-GRPO from a copy of the SFT reasoner; best checkpoint by validation MSE. -> (model, keeper, rewards)."""
+    model = clone(sft, cfg, tok)
+    rows = data["train"].rows()
+    rng = np.random.default_rng(seed)
+    n_prompts = cfg.grpo_steps * cfg.grpo_batch // cfg.num_generations
+    items = [rows[i] for i in rng.choice(len(rows), n_prompts, replace=n_prompts > len(rows))]
+    keep = _ValKeeper(model, tok, data["val"], every=cfg.grpo_eval_every)
+    torch.manual_seed(seed)
+    with tempfile.TemporaryDirectory() as tmp:
+        args = grpo_config(tmp, learning_rate=lr, max_steps=cfg.grpo_steps, gradient_accumulation_steps=1,
+                           per_device_train_batch_size=cfg.grpo_batch, num_generations=cfg.num_generations,
+                           max_completion_length=MAX_NEW, beta=cfg.beta, weight_decay=0.0, use_cpu=True, seed=seed,
+                           disable_tqdm=True, logging_steps=1)  # fmt: skip
+        tr = time_grpo_trainer(model, tok, grpo_dataset(items, extra_columns=("last", "mu", "sd")), args,
+                               reward=REWARD, callbacks=[keep])  # fmt: skip
+        tr.remove_callback(PrinterCallback)
+        tr.train()
+    rewards = [h["reward"] for h in tr.state.log_history if "reward" in h]
+    if keep.state is not None:
+        model.load_state_dict(keep.state)
+    return model.eval(), keep, rewards
+
+
+def tuned_lrs(base, tok, cfg: Cfg, ctx) -> dict:
+    """The one rule, once per config on the tuning market: the SFT lr by validation MSE (epochs early-stopped), then,
+    from that SFT reasoner, the Time-GRPO lr by validation MSE (best checkpoint); grids grow past an edge pick."""
+    keys = ("n_stocks", "n_days", "lookback", "horizon", "d_model", "n_layers", "base_steps", "base_stocks",
+            "sft_lr_grid", "sft_max_epochs", "grpo_steps", "grpo_eval_every", "grpo_batch", "num_generations",
+            "grpo_lr_grid", "beta", "max_extensions")  # fmt: skip
+    spec = json.dumps({k: getattr(cfg, k) for k in keys}, sort_keys=True)
+    path = cache_dir() / "zoo" / f"vta-lrs-{hashlib.sha1(spec.encode()).hexdigest()[:10]}.json"
+    with file_lock(path.with_suffix(".lock"), "the VTA reasoner learning-rate tuning"):
+        if path.exists():
+            return json.loads(path.read_text())
+        t0, data = time.time(), build(cfg, TUNE_SEED)
+
+        def sft_score(lr):
+            model, keep = sft_stage(base, tok, data, cfg, TUNE_SEED, lr)
+            return -keep.best, model
+
+        g_sft = tune_on_grid(sft_score, cfg.sft_lr_grid, max_extensions=cfg.max_extensions)
+        ctx.log(f"tuning: SFT lr {g_sft.best:g} (val MSE {_fmt(g_sft.scores)})")
+
+        def grpo_score(lr):
+            _, keep, _ = grpo_stage(g_sft.payload, tok, data, cfg, TUNE_SEED, lr)
+            return -keep.best, None
+
+        g_rl = tune_on_grid(grpo_score, cfg.grpo_lr_grid, max_extensions=cfg.max_extensions)
+        ctx.log(f"tuning: Time-GRPO lr {g_rl.best:g} (val MSE {_fmt(g_rl.scores)})")
+        out = {"sft_lr": g_sft.best, "grpo_lr": g_rl.best, "sft_at_edge": g_sft.at_edge, "grpo_at_edge": g_rl.at_edge,
+               "sft_scores": {str(k): -v for k, v in g_sft.scores.items()},
+               "grpo_scores": {str(k): -v for k, v in g_rl.scores.items()}, "seconds": time.time() - t0}  # fmt: skip
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(out))
+        tmp.replace(path)
+        return out
+
+
+def _fmt(scores: dict) -> str:
+    return ", ".join(f"{k:g}:{-v:.4f}" for k, v in sorted(scores.items()))
+
+
+def train_reasoners(cfg: Cfg, data, seed: int, ctx):
+    """(tokenizer, SFT reasoner, Time-GRPO reasoner, info) of one seed, at the tuned learning rates."""
+    tok = tokenizer()
+    base, spent = base_reasoner(cfg, tok, progress=not ctx.quiet)
+    if spent:
+        ctx.log(f"base reasoner pre-trained in {spent:.0f} s (cached from now on)")
+    lrs = tuned_lrs(base, tok, cfg, ctx)
+    t0 = time.time()
+    sft, keep = sft_stage(base, tok, data, cfg, seed, lrs["sft_lr"])
+    ctx.log(f"seed {seed}: reasoner SFT {time.time() - t0:.0f} s, val MSE {keep.best:.4f} at epoch {keep.at}")
+    sft_epochs, t0 = keep.at, time.time()
+    model, keep, rewards = grpo_stage(sft, tok, data, cfg, seed, lrs["grpo_lr"])
+    ctx.log(f"seed {seed}: Time-GRPO {time.time() - t0:.0f} s, val MSE {keep.best:.4f} at step {keep.at}")
+    k = max(1, len(rewards) // 10)
+    info = {"sft_epochs": sft_epochs, "grpo_best_step": keep.at, "grpo_reward_first": float(np.mean(rewards[:k])),
+            "grpo_reward_last": float(np.mean(rewards[-k:])), "sft_lr": lrs["sft_lr"], "grpo_lr": lrs["grpo_lr"],
+            "lrs_at_edge": float(lrs["sft_at_edge"] or lrs["grpo_at_edge"])}  # fmt: skip
+    return tok, sft, model, info
