@@ -14,7 +14,8 @@ n = 3 chains (ID) and on n = 4, 5 (OOD). Methods on the same frozen model: Direc
 thoughts), LTPO (REINFORCE, the paper's), LTPO-autograd (Adam through the model), random search with the same
 forward passes (control: the reward without the policy gradient), a gold-label oracle (Adam on log p(gold), upper
 bound), and LTPO's last iterate (best-reward ablation). σ0 (relative to the embedding RMS), η and the Adam learning
-rates are tuned per seed on a validation split (mean of ID and OOD accuracy, grid extended while an edge wins). The
+rates are tuned once per config on validation chains of their own (mean of ID and OOD accuracy, grid extended while
+an edge wins; cached, every seed uses the picks). The
 untrained model's reward-correctness correlation is the control of the correlation claim. (2) SmolLM2-135M-Instruct
 on one-step arithmetic and next-day/next-month questions written here with exact answers; hyper-parameters tuned once
 on a fixed validation set (cached), the same rule. The prompt's KV cache is reused by copy in every step; its
@@ -39,7 +40,7 @@ class Cfg:
     top_k: int = field(default=10, metadata={"help": "k of the confidence reward (paper: 10)"})
     sigma_decay: float = field(default=0.9, metadata={"help": "γ_σ (paper Table 7: 0.9)"})
     n_test: int = field(default=160, metadata={"help": "test problems per split (ID; OOD split evenly over lengths)"})
-    n_val: int = field(default=60, metadata={"help": "validation problems per split for tuning (ours)"})
+    n_val: int = field(default=100, metadata={"help": "validation problems per split, tuned once per config (ours)"})
     sigma_grid: tuple[float, ...] = field(
         default=(0.25, 1.0, 4.0), metadata={"help": "σ0 / RMS(E) grid (ours; extended at the edges)"}
     )
@@ -100,8 +101,8 @@ CONFIGS = {
         seeds=tuple(range(10)), n_test=1000, n_val=300, smol_n=100, smol_val=40, smol_steps=20, train_steps=20000
     ),
 }
-VERSION = 2
-EXPECTED_SECONDS = {"smoke": 60, "quick": 600, "full": 7200}  # quick: cached models, one thread (see docs)
+VERSION = 3  # 3: every method tuned once per config on its own tuning problems (was: per seed)
+EXPECTED_SECONDS = {"smoke": 60, "quick": 300, "full": 7200}  # quick: cached models, one thread (see docs)
 ACCEPTS_MODEL = False
 MODEL_NOTE = "run LTPO on your own model with `iclr26.latent.LTPO(model, tokenizer).solve(question)`"
 

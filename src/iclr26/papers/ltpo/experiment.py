@@ -6,12 +6,17 @@ questions (`smol.py`). Every method runs on the same frozen model, batched over 
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
+import json
 import time
 
 import numpy as np
 import torch
 from transformers import AutoModelForCausalLM
 
+from ...core.locks import file_lock
+from ...core.paths import cache_dir
 from ...core.threads import run_threads
 from ...latent.ltpo import LTPO, LatentScorer, LTPOConfig, gold_oracle, random_search
 from ...lm.tiny import tiny_config
@@ -141,36 +146,56 @@ def auroc(score, label) -> float:
 
 
 # ---------------------------------------------------------------------------------------------------- the world
+TUNE_SEED = 77  # world seed of the tuning problems (validation 200 + 77), disjoint from every seed's test problems
+
+
+def tuned_params(cfg: Cfg, world, model, tok, ctx) -> tuple[dict, float]:
+    """The one rule, run once per config and reasoner on its own validation problems (cached like a model): every
+    method's hyper-parameters by the mean of ID and OOD validation accuracy, grids extended while an edge wins.
+    Returns (params per method, R̄0 of the tuning problems, which sets η = step·σ0²/R̄0 for every seed)."""
+    spec = {k: v for k, v in dataclasses.asdict(cfg).items() if k != "seeds" and not k.startswith("smol")}
+    spec = json.dumps([spec, RECIPE, TUNE_SEED], sort_keys=True, default=str)
+    path = cache_dir() / "zoo" / f"ltpo-params-{hashlib.sha1(spec.encode()).hexdigest()[:10]}.json"
+    with file_lock(path.with_suffix(".lock"), "the LTPO hyper-parameter tuning"):
+        if path.exists():
+            out = json.loads(path.read_text())
+            return out["params"], out["r0"]
+        k, pad, vper = cfg.num_thoughts, max(cfg.ood_ops), max(1, cfg.n_val // len(cfg.ood_ops))
+        val = {"id": world.sample(cfg.train_ops, cfg.n_val, 200 + TUNE_SEED),
+               "ood": [p for n in cfg.ood_ops for p in world.sample(n, vper, 200 + TUNE_SEED)]}  # fmt: skip
+        vb = {s: _batches(world, tok, ps, k, pad) for s, ps in val.items()}
+        r0 = mean_initial_reward(model, [lps for _, lps, _ in vb["id"] + vb["ood"]], cfg.top_k)
+
+        def val_score(method):
+            def f(**params):
+                return np.mean([evaluate(model, vb[s], len(val[s]), method, params, cfg, 7_000 + TUNE_SEED, r0)
+                                ["correct"].mean() for s in ("id", "ood")])  # fmt: skip
+
+            return f
+
+        log = ctx.log
+        params = {
+            "direct": {},
+            "cotunk": {},
+            "ltpo": tune(val_score("ltpo"), {"sigma": cfg.sigma_grid, "step": cfg.step_grid}, log=log)[0],
+            "ltpo_ag": tune(val_score("ltpo_ag"), {"sigma": cfg.sigma_grid, "adam": cfg.adam_grid}, log=log)[0],
+            "rs": tune(val_score("rs"), {"sigma": cfg.sigma_grid}, log=log)[0],
+            "oracle": tune(val_score("oracle"), {"adam": cfg.adam_grid}, log=log)[0],
+        }
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps({"params": params, "r0": r0}))
+        tmp.replace(path)
+        return params, r0
+
+
 def _world_part(cfg: Cfg, seed: int, ctx, world, model, tok, m: dict) -> None:
     k = cfg.num_thoughts
     per = max(1, cfg.n_test // len(cfg.ood_ops))
     test = {"id": world.sample(cfg.train_ops, cfg.n_test, 100 + seed),
             "ood": [p for n in cfg.ood_ops for p in world.sample(n, per, 100 + seed)]}  # fmt: skip
-    vper = max(1, cfg.n_val // len(cfg.ood_ops))
-    val = {"id": world.sample(cfg.train_ops, cfg.n_val, 200 + seed),
-           "ood": [p for n in cfg.ood_ops for p in world.sample(n, vper, 200 + seed)]}  # fmt: skip
     pad = max(cfg.ood_ops)
     tb = {s: _batches(world, tok, ps, k, pad) for s, ps in test.items()}
-    vb = {s: _batches(world, tok, ps, k, pad) for s, ps in val.items()}
-    r0 = mean_initial_reward(model, [lps for _, lps, _ in vb["id"] + vb["ood"]], cfg.top_k)
-
-    def val_score(method):
-        def f(**params):
-            return np.mean([evaluate(model, vb[s], len(val[s]), method, params, cfg, 7_000 + seed, r0)["correct"].mean()
-                            for s in ("id", "ood")])  # fmt: skip
-
-        return f
-
-    # one rule for all: the mean of ID and OOD validation accuracy, grids extended while an edge wins
-    log = ctx.log
-    params = {
-        "direct": {},
-        "cotunk": {},
-        "ltpo": tune(val_score("ltpo"), {"sigma": cfg.sigma_grid, "step": cfg.step_grid}, log=log)[0],
-        "ltpo_ag": tune(val_score("ltpo_ag"), {"sigma": cfg.sigma_grid, "adam": cfg.adam_grid}, log=log)[0],
-        "rs": tune(val_score("rs"), {"sigma": cfg.sigma_grid}, log=log)[0],
-        "oracle": tune(val_score("oracle"), {"adam": cfg.adam_grid}, log=log)[0],
-    }
+    params, r0 = tuned_params(cfg, world, model, tok, ctx)
     m["sigma_ltpo"], m["step_ltpo"], m["sigma_rs"] = (
         params["ltpo"]["sigma"],
         params["ltpo"]["step"],

@@ -33,7 +33,10 @@ class Cfg:
     # the tiny "instruct" base (cached, shared by seeds)
     d_model: int = field(default=64, metadata={"help": "base policy width (ours; paper: Qwen2.5-0.5/1.5/7B)"})
     n_layers: int = field(default=3, metadata={"help": "base policy layers (ours)"})
-    base_steps: int = field(default=3000, metadata={"help": "pre-training steps of the base policy (ours)"})
+    base_steps: int = field(
+        default=3000,
+        metadata={"help": "pre-training steps of the base policy (ours; 1,500 lowered SFT val EM from 0.53 to 0.28)"},
+    )
     base_items: int = field(default=6000, metadata={"help": "prompt+rationale texts for the base (ours)"})
     base_unanswerable: float = field(default=0.1, metadata={"help": "unanswerable share of the base texts (ours)"})
     # stage 1: CoT-SFT
@@ -52,8 +55,11 @@ class Cfg:
     grpo_batch: int = field(default=16, metadata={"help": "completions per step, G per prompt (paper: 8 per device)"})
     num_generations: int = field(default=4, metadata={"help": "G rollouts per prompt (paper: 4)"})
     grpo_lr_grid: tuple[float, ...] = field(
-        default=(1e-4, 3e-4, 1e-3),
-        metadata={"help": "GRPO lr grid, abstention arm, tuned once by validation EM (paper 1e-5); every arm uses it"},
+        default=(1e-5, 3e-5, 1e-4),
+        metadata={
+            "help": "GRPO lr grid, abstention arm, tuned once by validation EM (paper 1e-5); every arm uses it. "
+            "Centred on the paper's value; a larger start (1e-4..1e-3) was extended twice down to 3.3e-5 in VERSION 2"
+        },
     )
     max_extensions: int = field(default=3, metadata={"help": "grid extensions past an edge pick (tune_on_grid)"})
     beta: float = field(default=0.01, metadata={"help": "KL coefficient to the SFT policy (paper: 0.01)"})
@@ -82,7 +88,7 @@ CONFIGS = {
     "full": Cfg(seeds=(0, 1, 2, 3, 4), d_model=128, n_layers=4, base_steps=4000, grpo_steps=300, n_test=1000,
                 real_steps=20),
 }  # fmt: skip
-VERSION = 2
+VERSION = 3  # 3: GRPO lr grid centred on the paper's 1e-5 (was 1e-4..1e-3, extended twice downwards)
 EXPECTED_SECONDS = {"smoke": 30, "quick": 600, "full": 7200}
 ACCEPTS_MODEL = False
 MODEL_NOTE = "train your own model with `iclr26.rlft.abstention` (cot_sft_trainer, abstention_grpo_trainer)"
