@@ -72,6 +72,81 @@ def test_teacher_slips_break_answers_at_the_stated_rates():
     assert apply("rsub", 2, 5, 11) == 3 and apply("mul", 4, 3, 11) == 1 and apply("add", 9, 5, 11) == 3
 
 
+def test_ordered_listing_and_pretraining_use_only_known_tokens(tok):
+    w = ModProgWorld(1, listing="ordered")
+    for pr in w.problems(100, (3, 8, 12), "t"):
+        assert list(pr.ops) == pr.ordered  # the prompt lists the operations in execution order
+    unk = tok.unk_token_id
+    for q, a in ModProgWorld(0).pretrain_examples(50):  # every skill is written in the trace's tokens (no <unk>)
+        assert unk not in tok(f"{q} {a}")["input_ids"], (q, a)
+    held = ModProgWorld(0).pretrain_examples(50, salt="pretrain-val")
+    looks = lambda ex: {q for q, _ in ex if q.startswith("ops")}  # noqa: E731
+    assert not looks(held) & looks(ModProgWorld(0).pretrain_examples(50))  # held-out look-ups are new
+    with pytest.raises(ValueError, match="listing"):
+        ModProgWorld(0, listing="sorted")
+
+
+def test_skill_accuracy_reads_the_answer_position(tok):
+    from iclr26.papers.mlr.experiment import skill_accuracy
+
+    class Oracle(torch.nn.Module):  # predicts, at every position, the token that follows it in `truth`
+        def __init__(self, truth):
+            super().__init__()
+            self.next = {tuple(t[: i + 1]): t[i + 1] for t in truth for i in range(len(t) - 1)}
+
+        def forward(self, input_ids, attention_mask):
+            out = torch.zeros(*input_ids.shape, len(tok))
+            for b, row in enumerate(input_ids.tolist()):
+                for i in range(len(row)):
+                    out[b, i, self.next.get(tuple(row[: i + 1]), 0)] = 1.0
+            return type("O", (), {"logits": out})
+
+    exs = [("0 add2 =", "2"), ("from a next", "b"), ("ops a add1 b mul2 next b", "mul2")]
+    ids = lambda q, a: [tok.bos_token_id] + tok(f"{q} {a}", add_special_tokens=False)["input_ids"]  # noqa: E731
+    assert skill_accuracy(Oracle([ids(q, a) for q, a in exs]), tok, exs) == 1.0
+    wrong = [exs[0], ("from a next", "c"), exs[2]]  # the oracle knows b, the answer key says c
+    assert skill_accuracy(Oracle([ids(q, a) for q, a in exs]), tok, wrong) == pytest.approx(2 / 3)
+
+
+def test_tuning_rule_extends_past_edges_and_is_cached(tmp_path, monkeypatch):
+    import dataclasses
+
+    monkeypatch.setenv("ICLR26_CACHE", str(tmp_path))
+    from iclr26.papers.mlr import CONFIGS
+    from iclr26.papers.mlr.tuning import cache_path, tuned_lrs, with_lrs
+
+    best = {"sft_lr": 2.4e-2, "planner_lr": 6e-3, "dpo_lr": 1.25e-4, "grpo_lr": 1.25e-4}  # sft and dpo past an edge
+    calls, seen = [], {}
+
+    def stage(name):
+        def f(cfg, prev):
+            calls.append(name)
+            seen[name] = (dict(prev), {k: getattr(cfg, k) for k in best})
+            lr = getattr(cfg, name)
+            return -abs(math.log(lr / best[name])), f"{name}@{lr:g}"
+
+        return f
+
+    class Ctx:
+        quiet = True
+
+        def log(self, msg):
+            pass
+
+    cfg = CONFIGS["quick"]
+    lrs = tuned_lrs(cfg, Ctx(), {k: stage(k) for k in best})
+    assert {k: lrs[k] for k in best} == pytest.approx(best)
+    assert not any(lrs[f"{k}_at_edge"] for k in best)
+    assert set(lrs["sft_lr_scores"]) == {"0.0015", "0.003", "0.006", "0.012", "0.024", "0.048"}
+    assert seen["dpo_lr"][0] == {"sft_lr": "sft_lr@0.024", "planner_lr": "planner_lr@0.006"}  # tuned earlier stages
+    assert seen["grpo_lr"][1]["sft_lr"] == pytest.approx(2.4e-2)
+    n = len(calls)
+    assert tuned_lrs(dataclasses.replace(cfg, seeds=(7,)), Ctx(), {k: stage(k) for k in best})["sft_lr"] == 2.4e-2
+    assert len(calls) == n  # read from the cache: seeds do not enter the key
+    assert cache_path(dataclasses.replace(cfg, n_traces=999), 4) != cache_path(cfg, 4)
+    assert with_lrs(cfg, best).dpo_lr_planner == pytest.approx(cfg.dpo_planner_ratio * best["dpo_lr"])
+
+
 # ---------------------------------------------------------------- Step-DPO
 
 

@@ -22,6 +22,7 @@ import random
 from dataclasses import dataclass
 
 LETTERS = tuple("abcdefghijklmnop")
+LISTINGS = ("shuffled", "ordered")  # how the prompt lists the operations (see ModProgWorld)
 OPS = ("add", "mul", "rsub")  # rsub a: v -> a - v (so most pairs of operations do not commute)
 PLAN, EXEC, END, DONE, RESULT = "plan", "exec", "end", "done", "result"
 
@@ -103,10 +104,12 @@ def parse_answer(text: str) -> int | None:
 class ModProgWorld:
     """Problems of horizon K, traces of a slipping teacher and the vocabulary, all from ``seed``."""
 
-    def __init__(self, seed: int = 0, p: int = 5):
+    def __init__(self, seed: int = 0, p: int = 5, listing: str = "shuffled"):
         if not 3 <= p <= 97:
             raise ValueError(f"ModProgWorld.p must be in [3, 97], got {p!r}")
-        self.seed, self.p = seed, p
+        if listing not in LISTINGS:
+            raise ValueError(f"ModProgWorld.listing must be one of {LISTINGS}, got {listing!r}")
+        self.seed, self.p, self.listing = seed, p, listing
 
     def problems(self, n: int, horizons, split: str) -> list[Problem]:
         """``n`` problems with horizons drawn uniformly from ``horizons``; ``split`` seeds a disjoint stream."""
@@ -118,7 +121,9 @@ class ModProgWorld:
             k = rng.choice(list(horizons))
             s = rng.randrange(len(LETTERS) - k + 1)
             labels = list(LETTERS[s : s + k])
-            rng.shuffle(labels)
+            rng.shuffle(labels)  # drawn in both listings so that both share the operands' stream
+            if self.listing == "ordered":
+                labels.sort()
             ops = tuple((lab, rng.choice(OPS), rng.randrange(1, self.p)) for lab in labels)
             out.append(Problem(rng.randrange(self.p), ops, self.p))
         return out
@@ -138,22 +143,22 @@ class ModProgWorld:
         rng = random.Random(f"{self.seed}/{salt}")
         return [self.teacher_steps(pr, rng, plan_slip, exec_slip) for pr in problems]
 
-    def pretrain_examples(self, n_lookup: int = 3000) -> list[tuple[str, str]]:
+    def pretrain_examples(self, n_lookup: int = 3000, salt: str = "pretrain") -> list[tuple[str, str]]:
         """The base model's 'pretraining' (the analogue of a pretrained LLM): component skills only, as (question,
         answer) pairs, no program and no trace: every arithmetic fact, the letter order, and look-ups of a labelled
-        operation in a shuffled list."""
+        operation in a shuffled list. Another ``salt`` draws other look-ups (a held-out set of the same skills)."""
         facts = [
-            (f"{v} {k} {a} =", f"{apply(k, v, a, self.p)}") for k in OPS for v in range(self.p) for a in range(self.p)
+            (f"{v} {k}{a} =", f"{apply(k, v, a, self.p)}") for k in OPS for v in range(self.p) for a in range(self.p)
         ]
         order = [(f"from {a} next", b) for a, b in zip(LETTERS, LETTERS[1:])]
-        rng = random.Random("pretrain")  # one base for every seed, like a pretrained LLM
+        rng = random.Random(salt)  # one base for every seed, like a pretrained LLM
         looks = []
         for _ in range(n_lookup):
             labs = rng.sample(LETTERS, rng.randint(2, 12))
             ops = [(lab, rng.choice(OPS), rng.randrange(1, self.p)) for lab in labs]
             q = rng.choice(ops)
             looks.append((f"ops {' '.join(f'{a} {b}{c}' for a, b, c in ops)} next {q[0]}", f"{q[1]}{q[2]}"))
-        reps = max(1, n_lookup // (2 * len(facts)))
+        reps = max(1, n_lookup // (8 * len(facts)))  # facts and the letter order: about a fifth of the examples
         return facts * reps + order * (reps * 4) + looks
 
     def vocabulary_texts(self) -> list[str]:

@@ -9,19 +9,20 @@ the SFT data and 5 % of the preference data of R1 distillation, MLR is reported 
 outcome-reward RL, and to degrade more slowly as the horizon grows.
 
 Protocol (math benchmarks and 1.5B models are out of reach: the dossier's testbed). Per seed: the modular-arithmetic
-program world (`iclr26.worlds.modprog`, p = 5; a program lists K labelled operations shuffled, planning = choosing
-the next operation, execution = computing it); a micro llama "pretrained" on component skills only (arithmetic facts,
-letter order, look-ups; no programs) and shared by every arm; teacher traces with slips (a swapped pair of
-operations in 30 % of traces, an off-by-one result in 5 % of steps). Arms: single-policy SFT on all traces
-(`sft_full`, the distillation analogue), `sft_full` + outcome-reward GRPO (TRL `GRPOTrainer`), MLR (two-level SFT on
-10 % of the traces, then Step-DPO with TSMC pairs, as many pairs as 5 % of the traces), the ablations MLR without
-Step-DPO (`mlr_sft`), with outcome-only pairs (`mlr_outcome`), without the planner split (`mlr_nosplit`), and the
-control MLR with random preferences (`mlr_random`). Training horizons 3-8; test horizons 3-12; sampled decoding
-(T = 0.6, top-p 0.95, the paper's) with the same plan/execute loop for every arm. Every SFT stage stops early on the
-validation NLL of held-out teacher traces, every RL stage (GRPO, Step-DPO rounds) on validation accuracy (horizons
-3-8; the same rule for every arm). The tuning rule for learning rates is
-`benchmarks/mlr_lr.py` (`iclr26.probing.tuning.tune_on_grid` on validation, seed 100); docs/papers/mlr.md says which
-values it has chosen so far.
+program world (`iclr26.worlds.modprog`, p = 5; a program lists K labelled operations in execution order, planning =
+choosing the next operation, a look-up in the prompt; execution = computing it); a micro llama "pretrained" on
+component skills only (arithmetic facts, letter order, 30 000 distinct look-ups; no programs; early stopping
+on held-out skills) and shared by every arm; teacher traces with slips (a swapped pair of operations in 30 % of
+traces, an off-by-one result in 5 % of steps). Arms: single-policy SFT on all traces (`sft_full`, the distillation
+analogue), `sft_full` + outcome-reward GRPO (TRL `GRPOTrainer`), MLR (two-level SFT on 10 % of the traces, then
+Step-DPO with TSMC pairs, as many pairs as 5 % of the traces), the ablations MLR without Step-DPO (`mlr_sft`), with
+outcome-only pairs (`mlr_outcome`), without the planner split (`mlr_nosplit`), and the control MLR with random
+preferences (`mlr_random`); the testbed's control is the untrained base through the same loop. Training horizons
+3-8; test horizons 3-12; sampled decoding (T = 0.6, top-p 0.95, the paper's) with the same plan/execute loop for
+every arm. Every SFT stage stops early on the validation NLL of held-out teacher traces, every RL stage (GRPO,
+Step-DPO rounds) on validation accuracy (horizons 3-8; the same rule for every arm). Learning rates: one rule for
+every stage (`papers.mlr.tuning`: `tune_on_grid` on the validation split of tuning seed 100, grids extended past
+edge picks, run once and cached).
 """
 
 from __future__ import annotations
@@ -38,6 +39,10 @@ class Cfg:
     seeds: tuple[int, ...] = (0, 1, 2)
     arms: tuple[str, ...] = field(default=ARMS, metadata={"help": "arms run per seed (sft_full and mlr required)"})
     p: int = field(default=5, metadata={"help": "modulus (dossier: 97; ours, so a micro model learns the tables)"})
+    listing: str = field(
+        default="ordered",
+        metadata={"help": "order of the operations in the prompt (worlds.modprog; dossier: shuffled; see docs)"},
+    )
     train_horizons: tuple[int, ...] = field(default=(3, 4, 5, 6, 7, 8), metadata={"help": "K for training (<= 8)"})
     test_horizons: tuple[int, ...] = field(default=(3, 5, 8, 12), metadata={"help": "K for test (3-12)"})
     n_traces: int = field(default=1000, metadata={"help": "teacher traces of the full-data SFT arm (ours)"})
@@ -49,19 +54,34 @@ class Cfg:
     n_test: int = field(default=40, metadata={"help": "test problems per horizon"})
     d_model: int = field(default=64, metadata={"help": "backbone width (dossier: 128)"})
     n_layers: int = field(default=2, metadata={"help": "backbone depth (dossier: 2-4)"})
-    pretrain_lookups: int = field(default=3000, metadata={"help": "look-up examples in the pretraining (ours)"})
-    pretrain_epochs: int = field(default=15, metadata={"help": "component-skill pretraining epochs (ours)"})
-    sft_lr: float = field(
-        default=6e-3, metadata={"help": "SFT lr of every arm and level (6e-3 beat 3e-3 on seed-0 validation, 9 epochs)"}
+    pretrain_lookups: int = field(
+        default=30000, metadata={"help": "look-up examples per pretraining epoch (ours; 3000 were memorised)"}
     )
+    pretrain_epochs: int = field(
+        default=8,
+        metadata={"help": "component-skill pretraining epoch cap (early stopping on held-out skill NLL decides; ours)"},
+    )
+    base_lr: float = field(default=3e-3, metadata={"help": "lr of the component-skill pretraining (ours)"})
+    tune: bool = field(
+        default=True,
+        metadata={
+            "help": "tune every lr by the one rule (papers.mlr.tuning); False: use the fixed values below (smoke)"
+        },
+    )
+    max_extensions: int = field(default=3, metadata={"help": "grid extensions past an edge pick (tune_on_grid)"})
+    sft_lr: float = field(default=3e-3, metadata={"help": "single-policy SFT lr when not tuned (ours)"})
+    sft_lr_grid: tuple[float, ...] = field(default=(1.5e-3, 3e-3, 6e-3), metadata={"help": "SFT lr grid (ours)"})
+    planner_lr: float = field(default=6e-3, metadata={"help": "planner LoRA SFT lr when not tuned (repo 3e-5 on 1.5B)"})
+    planner_lr_grid: tuple[float, ...] = field(default=(3e-3, 6e-3, 1.2e-2), metadata={"help": "planner SFT grid"})
     lora_r: int = field(default=8, metadata={"help": "planner LoRA rank (paper 16; dossier toy 8)"})
-    max_epochs: int = field(default=20, metadata={"help": "SFT epoch cap (early stopping on val NLL decides)"})
+    max_epochs: int = field(default=30, metadata={"help": "SFT epoch cap (early stopping on val NLL decides)"})
     patience: int = field(default=3, metadata={"help": "evaluations without val improvement before stopping"})
     rounds: int = field(default=2, metadata={"help": "Step-DPO rounds (not stated; dossier 2-3)"})
-    dpo_lr: float = field(default=5e-4, metadata={"help": "executor Step-DPO lr (repo 5e-6 on 1.5B; ours)"})
+    dpo_lr: float = field(default=5e-4, metadata={"help": "executor Step-DPO lr when not tuned (repo 5e-6 on 1.5B)"})
+    dpo_lr_grid: tuple[float, ...] = field(default=(2.5e-4, 5e-4, 1e-3), metadata={"help": "Step-DPO lr grid"})
+    dpo_planner_ratio: float = field(default=10.0, metadata={"help": "planner / executor Step-DPO lr (repo 5e-5/5e-6)"})
     dpo_lr_planner: float = field(
-        default=5e-3,
-        metadata={"help": "planner (LoRA) Step-DPO lr: 10x the executor's, the repo's ratio (5e-5 / 5e-6)"},
+        default=5e-3, metadata={"help": "planner Step-DPO lr when not tuned (ratio x dpo_lr)"}
     )
     dpo_epochs: int = field(default=4, metadata={"help": "Step-DPO epochs per round (repo: 2)"})
     beta: float = field(default=0.1, metadata={"help": "DPO beta (repo: 0.1)"})
@@ -69,7 +89,8 @@ class Cfg:
     k_candidates: int = field(default=4, metadata={"help": "candidates per prefix (dossier: 4)"})
     prefix_batch: int = field(default=32, metadata={"help": "online prefixes per pair-collection batch (ours)"})
     max_prefix_batches: int = field(default=2, metadata={"help": "collection batches per round at most (ours)"})
-    grpo_lr: float = field(default=1.25e-4, metadata={"help": "GRPO lr (remix's tuned value on a sibling micro llama)"})
+    grpo_lr: float = field(default=1.25e-4, metadata={"help": "GRPO lr when not tuned (ReMix's on a micro llama)"})
+    grpo_lr_grid: tuple[float, ...] = field(default=(6.25e-5, 1.25e-4, 2.5e-4), metadata={"help": "GRPO lr grid"})
     grpo_prompts: int = field(default=8, metadata={"help": "GRPO prompts per iteration"})
     grpo_generations: int = field(default=8, metadata={"help": "G samples per prompt"})
     grpo_max_iters: int = field(default=30, metadata={"help": "GRPO iteration cap (early stopping decides)"})
@@ -88,6 +109,10 @@ class Cfg:
             raise ValueError(f"Cfg.sft_frac and pair_frac must be in (0, 1], got {self.sft_frac}, {self.pair_frac}")
         if not (0 <= self.plan_slip < 1 and 0 <= self.exec_slip < 1):
             raise ValueError("Cfg.plan_slip and exec_slip must be in [0, 1)")
+        if self.listing not in ("shuffled", "ordered"):
+            raise ValueError(f"Cfg.listing must be 'shuffled' or 'ordered', got {self.listing!r}")
+        if self.max_extensions < 0:
+            raise ValueError(f"Cfg.max_extensions must be >= 0, got {self.max_extensions!r}")
         if min(self.n_traces, self.n_val, self.n_test, self.rounds, self.max_epochs, self.patience) < 1:
             raise ValueError("Cfg: counts (n_traces, n_val, n_test, rounds, max_epochs, patience) must be >= 1")
 
@@ -95,12 +120,13 @@ class Cfg:
 CONFIGS = {
     "smoke": Cfg(seeds=(0, 1), arms=("sft_full", "mlr_sft", "mlr"), n_traces=200, n_val=8, n_test=6,
                  test_horizons=(3, 5), pretrain_lookups=200, pretrain_epochs=1, max_epochs=1, patience=1,
-                 rounds=1, n_rollouts=2, dpo_epochs=1, prefix_batch=8, max_prefix_batches=1),
+                 rounds=1, n_rollouts=2, dpo_epochs=1, prefix_batch=8, max_prefix_batches=1, tune=False),
     "quick": Cfg(),
     "full": Cfg(seeds=(0, 1, 2, 3, 4), n_traces=8000, n_test=200, d_model=128, n_layers=3, rounds=3),
 }  # fmt: skip
-VERSION = 1
-EXPECTED_SECONDS = {"smoke": 30, "quick": 450, "full": 7200}  # quick: cached (estimate); 777 s measured empty
+VERSION = 2
+EXPECTED_SECONDS = {"smoke": 30, "quick": 750, "full": 7200}  # quick: cached, an estimate (version 2 has no complete
+# quick run); empty cache adds the base (~260 s CPU, measured) and the lr tuning (~500 s, estimated): ~25 min
 ACCEPTS_MODEL = False
 MODEL_NOTE = "run `iclr26.rlft.mlr` on your own model (MLRSystem(add_planner(model), tokenizer))"
 
@@ -109,8 +135,9 @@ PAPER = "paper: Qwen2.5-1.5B / Llama-3.1-8B / Qwen2.5-Math-7B on MATH500, AIME24
 CLAIMS = [
     Claim(
         "testbed",
-        "The full-data single-policy SFT model solves short programs (accuracy > 0.8 at K = 3)",
-        checks=(Check("acc_sft_full_k3", ">", 0.8),),
+        "The full-data single-policy SFT model solves short programs (accuracy > 0.8 at K = 3), far above the "
+        "untrained base model through the same loop (control) and the chance level of a guessed answer (1/p = 0.2)",
+        checks=(Check("acc_sft_full_k3", ">", 0.8), Check("acc_sft_full_k3", ">", "acc_base_k3", margin=0.3)),
         paper="(our testbed check)",
     ),
     Claim(
@@ -152,6 +179,11 @@ CLAIMS = [
 
 METRICS = {
     "acc_sft_full_k3": "sft_full: sampled accuracy (T 0.6, top-p 0.95) on the K = 3 test programs",
+    "acc_base_k3": "control: the base model (component skills, no trace SFT) through the same loop, K = 3 programs",
+    **{
+        k: f"the {k} every seed used (tuned once on seed 100's validation split; papers.mlr.tuning)"
+        for k in ("sft_lr", "planner_lr", "dpo_lr", "grpo_lr")
+    },
     **{f"acc_{a}": f"{a}: mean test accuracy over the test horizons <= 8" for a in ARMS},
     **{f"deg_{a}": f"{a}: 1 - acc(K = 12) / acc(K = 3) (relative loss with horizon)" for a in ARMS},
     "n_pairs_mlr": "Step-DPO pairs MLR used (budget: pair_frac x n_traces)",

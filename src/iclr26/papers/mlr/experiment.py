@@ -36,10 +36,12 @@ from iclr26.rlft.mlr import (
 from iclr26.worlds.modprog import ModProgWorld, parse_answer
 
 from . import Cfg
+from .tuning import LR_FIELDS, tuned_lrs, with_lrs
 
-BASE_VERSION = 3  # bump when the world or the pretraining recipe changes (cached bases are retrained)
+BASE_VERSION = 4  # bump when the world or the pretraining recipe changes (cached bases are retrained)
 SFT_FIELDS = (
     "p",
+    "listing",
     "train_horizons",
     "n_traces",
     "sft_frac",
@@ -58,9 +60,24 @@ SFT_FIELDS = (
 FMT = StepFormat(summarize=lambda d, c: c.split("=")[-1].strip())  # compressor: a step -> its result
 
 
+def skill_accuracy(model, tok, examples: list[tuple[str, str]]) -> float:
+    """Greedy next-token accuracy of the answers of (question, one-token answer) pairs."""
+    enc = [encode_parts(tok, [(q, False), (" " + a, True)], eos=False)[0] for q, a in examples]
+    x = torch.tensor([e + [tok.pad_token_id] * (max(map(len, enc)) - len(e)) for e in enc])
+    att = (torch.arange(x.shape[1])[None] < torch.tensor([len(e) for e in enc])[:, None]).long()
+    with torch.no_grad():
+        logits = model(input_ids=x, attention_mask=att).logits
+    at = torch.tensor([len(e) - 2 for e in enc])  # the position that predicts the answer token
+    pred = logits[torch.arange(len(enc)), at].argmax(-1)
+    return float((pred == torch.tensor([e[-1] for e in enc])).float().mean())
+
+
 def _pretrained_base(cfg: Cfg, world: ModProgWorld, ctx):
-    """The base model (component skills only), one for every seed like a pretrained LLM; trained once, cached."""
-    key = json.dumps([BASE_VERSION, cfg.p, cfg.d_model, cfg.n_layers, cfg.pretrain_epochs, cfg.pretrain_lookups])
+    """The base model (component skills only), one for every seed like a pretrained LLM; trained once, cached. It
+    trains until the held-out answer NLL of its skills stops improving (the same early-stopping rule as every SFT
+    stage; cap ``pretrain_epochs``); its skill accuracies are stored beside it."""
+    key = json.dumps([BASE_VERSION, cfg.p, cfg.d_model, cfg.n_layers, cfg.pretrain_epochs, cfg.pretrain_lookups,
+                      cfg.patience, cfg.base_lr])  # fmt: skip
     d = cache_dir() / "mlr-base" / hashlib.sha1(key.encode()).hexdigest()[:12]
     tok = build_word_tokenizer(world.vocabulary_texts())
     with file_lock(d.with_suffix(".lock"), "the MLR base model", quiet=ctx.quiet):
@@ -68,8 +85,23 @@ def _pretrained_base(cfg: Cfg, world: ModProgWorld, ctx):
             model = tiny_model("llama", seed=0, vocab_size=len(tok), d_model=cfg.d_model, n_layers=cfg.n_layers,
                                n_heads=4, max_len=512)  # fmt: skip
             exs = [[(q, False), (" " + a, True)] for q, a in world.pretrain_examples(cfg.pretrain_lookups)]
-            masked_sft(model, tok, exs, lr=3e-3, batch_size=64, max_epochs=cfg.pretrain_epochs, progress=not ctx.quiet)
+            held = world.pretrain_examples(min(400, cfg.pretrain_lookups), salt="pretrain-val")
+            looks = [e for e in held if e[0].startswith("ops")]
+            facts = [e for e in held if e[1].isdigit() and "=" in e[0]][: len(looks)]
+            enc = [encode_parts(tok, [(q, False), (" " + a, True)]) for q, a in looks + facts]
+
+            @torch.no_grad()
+            def score():  # minus the held-out answer NLL (look-ups unseen in training, all facts)
+                lp = masked_logps(model, [e[0] for e in enc], [e[1] for e in enc], tok.pad_token_id)
+                return float(lp.mean())
+
+            r = masked_sft(model, tok, exs, lr=cfg.base_lr, batch_size=64, max_epochs=cfg.pretrain_epochs,
+                           evaluate=score, patience=cfg.patience, progress=not ctx.quiet)  # fmt: skip
+            skills = {"lookup_acc": skill_accuracy(model, tok, looks), "fact_acc": skill_accuracy(model, tok, facts),
+                      "epochs": r["epochs"], "val_nll": -r["best"]}  # fmt: skip
             model.save_pretrained(d)
+            (d / "skills.json").write_text(json.dumps(skills))
+            ctx.log(f"base: {skills}")
     return AutoModelForCausalLM.from_pretrained(d, dtype=torch.float32).eval(), tok
 
 
@@ -93,7 +125,7 @@ class Bench:
 
     def __init__(self, cfg: Cfg, seed: int):
         self.cfg, self.seed = cfg, seed
-        self.world = w = ModProgWorld(seed, cfg.p)
+        self.world = w = ModProgWorld(seed, cfg.p, cfg.listing)
         self.train = w.problems(cfg.n_traces, cfg.train_horizons, "train")
         self.traces = w.traces(self.train, cfg.plan_slip, cfg.exec_slip)
         self.val = w.problems(cfg.n_val, cfg.train_horizons, "val")
@@ -154,8 +186,9 @@ def _single(bench: Bench, base, tok, n: int, ctx, name: str) -> MLRSystem:
     r = masked_sft(model, tok, exs, lr=bench.cfg.sft_lr, batch_size=32, max_epochs=bench.cfg.max_epochs,
                    evaluate=bench.val_loss_fn(sys_, "single"), patience=bench.cfg.patience,
                    seed=bench.seed)  # fmt: skip
-    ctx.log(f"seed {bench.seed}: {name}: SFT on {n} traces, {r['epochs']} epochs, val NLL {-r['best']:.3f}, "
-            f"val acc {bench.val_fn(sys_)():.3f}")  # fmt: skip
+    sys_.val_nll = -r["best"]  # the stage's validation score (the tuning rule reads it)
+    ctx.log(f"seed {bench.seed}: {name}: SFT on {n} traces (lr {bench.cfg.sft_lr:g}), {r['epochs']} epochs, "
+            f"val NLL {-r['best']:.3f}, val acc {bench.val_fn(sys_)():.3f}")  # fmt: skip
     return sys_
 
 
@@ -166,14 +199,15 @@ def _two_level(bench: Bench, executor: MLRSystem, tok, ctx) -> MLRSystem:
     cfg, trajs = bench.cfg, bench.trajs(bench.n_small)
     sys_ = MLRSystem(add_planner(_copy(executor.model), bench.mcfg()), tok, bench.mcfg(), FMT, split=True)
     set_trainable(sys_, "planner")
-    r = masked_sft(sys_.model, tok, [sys_.sft_parts(t, "planner") for t in trajs], lr=cfg.sft_lr, batch_size=32,
+    r = masked_sft(sys_.model, tok, [sys_.sft_parts(t, "planner") for t in trajs], lr=cfg.planner_lr, batch_size=32,
                    max_epochs=cfg.max_epochs, evaluate=bench.val_loss_fn(sys_, "planner"), patience=cfg.patience,
                    seed=bench.seed)  # fmt: skip
     for p in sys_.model.parameters():
         p.requires_grad = False
+    sys_.val_nll = -r["best"]
     ctx.log(
-        f"seed {bench.seed}: mlr_sft: planner LoRA {r['epochs']} epochs on {len(trajs)} traces, val NLL "
-        f"{-r['best']:.3f}, val acc {bench.val_fn(sys_)():.3f}"
+        f"seed {bench.seed}: mlr_sft: planner LoRA (lr {cfg.planner_lr:g}) {r['epochs']} epochs on {len(trajs)} "
+        f"traces, val NLL {-r['best']:.3f}, val acc {bench.val_fn(sys_)():.3f}"
     )
     return sys_
 
@@ -196,6 +230,7 @@ def _step_dpo(bench: Bench, sys_: MLRSystem, ctx, name: str) -> tuple[MLRSystem,
     hist = iterative_step_dpo(sys_, prompts, bench.verifier, per_round, seed=bench.seed, evaluate=bench.val_fn(sys_),
                               log=lambda m: ctx.log(f"seed {bench.seed}: {name}: {m}"))  # fmt: skip
     ctx.log(f"seed {bench.seed}: {name}: val by round {[round(s, 3) for s in hist['scores']]}")
+    sys_.val_trained = max(hist["scores"][1:])  # the best validation score after training (the tuning rule's)
     return sys_, sum(hist["pairs"])
 
 
@@ -258,8 +293,43 @@ def _grpo(bench: Bench, sft: MLRSystem, ctx) -> MLRSystem:
         tok.padding_side = "right"
         model = tr.model.eval()
         model.load_state_dict(stop.state)
-    ctx.log(f"seed {bench.seed}: grpo: {len(stop.scores)} validations, best val {stop.best:.3f}")
-    return MLRSystem(model, tok, bench.mcfg(), FMT, split=False)
+    ctx.log(f"seed {bench.seed}: grpo (lr {cfg.grpo_lr:g}): {len(stop.scores)} validations, best val {stop.best:.3f}")
+    out = MLRSystem(model, tok, bench.mcfg(), FMT, split=False)
+    out.val_trained = max(stop.scores[1:] or stop.scores)  # the best validation score after training started
+    return out
+
+
+def tuning_stages(seed: int, ctx) -> dict:
+    """The four trained stages as the tuning rule scores them (`tuning.tuned_lrs`): name -> (cfg, prev) -> (score,
+    payload); each score is the stage's own validation stopping quantity (see `tuning`)."""
+    small: dict = {}
+
+    def setup(cfg):
+        bench = Bench(cfg, seed)
+        return (bench, *_pretrained_base(cfg, bench.world, ctx))
+
+    def sft(cfg, prev):
+        bench, base, tok = setup(cfg)
+        s = _single(bench, base, tok, cfg.n_traces, ctx, "tuning sft_full")
+        return -s.val_nll, s
+
+    def planner(cfg, prev):
+        bench, base, tok = setup(cfg)
+        if cfg.sft_lr not in small:
+            small[cfg.sft_lr] = _single(bench, base, tok, bench.n_small, ctx, "tuning sft_small")
+        s = _two_level(bench, small[cfg.sft_lr], tok, ctx)
+        return -s.val_nll, s
+
+    def dpo(cfg, prev):
+        bench, _, _ = setup(cfg)
+        s, _ = _step_dpo(bench, _clone_system(prev["planner_lr"], bench, pair_rule="tsmc"), ctx, "tuning mlr")
+        return s.val_trained, None
+
+    def grpo(cfg, prev):
+        bench, _, _ = setup(cfg)
+        return _grpo(bench, prev["sft_lr"], ctx).val_trained, None
+
+    return {"sft_lr": sft, "planner_lr": planner, "dpo_lr": dpo, "grpo_lr": grpo}
 
 
 def run(cfg: Cfg, seed: int, ctx) -> dict[str, float]:
@@ -270,6 +340,10 @@ def run(cfg: Cfg, seed: int, ctx) -> dict[str, float]:
 
 
 def _run(cfg: Cfg, seed: int, ctx) -> dict[str, float]:
+    lrs = None
+    if cfg.tune:  # the one tuning rule, once per config on the tuning seed (cached)
+        lrs = tuned_lrs(cfg, ctx)
+        cfg = with_lrs(cfg, lrs)
     torch.manual_seed(seed)
     random.seed(seed)
     bench = Bench(cfg, seed)
@@ -310,6 +384,8 @@ def _run(cfg: Cfg, seed: int, ctx) -> dict[str, float]:
         timed(arm, fn)
         secs[arm] += secs["sft_small" if arm == "mlr_nosplit" else "mlr_sft"]
     m: dict[str, float] = {"n_pairs_mlr": float(extra.get("n_pairs_mlr", 0))}
+    m.update({k: getattr(cfg, k) for k in LR_FIELDS})
+    m["acc_base_k3"] = bench.accuracy(single_empty(), bench.test[min(cfg.test_horizons)], salt=2)  # untrained control
     short = [k for k in cfg.test_horizons if k <= max(cfg.train_horizons)]
     lo, hi = min(cfg.test_horizons), max(cfg.test_horizons)
     for arm in cfg.arms:
