@@ -303,6 +303,68 @@ def test_focus_loss_is_the_codes_dicece_by_default_and_weighted_ce_without_dice(
         TrainConfig(dice_weight=-1.0)
 
 
+def test_focus_loss_anneals_the_class_weight_and_switches_dice_on_after_the_warm_up():
+    """fg_weight_at: geometric 20 → 3 (hand values); the loss at progress p is the weighted CE with that weight; with
+    dice_start the Dice term is absent before and present (exactly λ·Dice + CE) after."""
+    from monai.losses import DiceLoss
+
+    from iclr26.science.gf_screen import TrainConfig, focus_loss
+
+    cfg = TrainConfig(dice_weight=0.0, fg_class_weight=20.0, fg_class_weight_final=3.0)
+    assert cfg.fg_weight_at(0.0) == 20.0 and abs(cfg.fg_weight_at(1.0) - 3.0) < 1e-12
+    assert abs(cfg.fg_weight_at(0.5) - 60**0.5) < 1e-12  # geometric mean, not (20 + 3) / 2
+    assert TrainConfig(fg_class_weight=20.0).fg_weight_at(0.7) == 20.0  # no anneal: constant
+
+    torch.manual_seed(1)
+    out = torch.randn(2, 2, 4, 4, 4)
+    y = (torch.rand(2, 1, 4, 4, 4) < 0.2).float()
+    logp = torch.log_softmax(out, 1)
+    yl = y[:, 0].long()
+
+    def wce(wf):
+        w = torch.where(yl == 1, wf, 1.0)
+        return -(w * logp.gather(1, yl[:, None])[:, 0]).sum() / w.sum()
+
+    for p in (0.0, 0.5, 1.0):
+        assert torch.allclose(focus_loss(cfg, p)(out, y), wce(cfg.fg_weight_at(p)), atol=1e-6)
+    assert not torch.allclose(focus_loss(cfg, 1.0)(out, y), focus_loss(cfg, 0.0)(out, y))
+    warm = TrainConfig(dice_weight=1.0, batch_dice=True, fg_class_weight=20.0, dice_start=0.3)
+    dice = DiceLoss(to_onehot_y=True, softmax=True, batch=True)(out, y)
+    assert torch.allclose(focus_loss(warm, 0.29)(out, y), wce(20.0), atol=1e-6)  # CE warm-up: no Dice
+    assert torch.allclose(focus_loss(warm, 0.3)(out, y), dice + wce(20.0), atol=1e-6)
+    for bad in (dict(fg_class_weight_final=0.0), dict(dice_start=1.5), dict(hard_neg=2.0), dict(hard_quantile=1.0)):
+        with pytest.raises(ValueError, match=next(iter(bad))):
+            TrainConfig(**bad)
+
+
+def test_hard_negative_crops_are_centred_on_strong_edges_inside_the_body():
+    """hard_background picks the border of a bright cube inside the body (not the skin, not flat tissue, not lesion
+    voxels); with hard_neg = 1 every background crop holds that border, with hard_neg = 0 few do."""
+    from iclr26.science.gf_screen import CropSampler, TrainConfig
+    from iclr26.science.gf_screen.train import hard_background
+
+    img = (0.5 + 0.01 * np.random.default_rng(0).standard_normal((1, 1, 40, 40, 40))).astype(np.float32)
+    img[..., :2, :, :] = img[..., -2:, :, :] = 0.0  # air at two faces: the skin edge
+    img[..., 28:32, 8:12, 18:22] = 1.0  # a bright 4³ "vessel"
+    lab = np.zeros_like(img)
+    lab[..., 10:13, 28:31, 10:13] = 1  # a lesion (no image contrast here)
+    idx = np.unravel_index(hard_background(img[0], lab[0], 0.99), img.shape[2:])
+    assert len(idx[0]) > 0
+    assert (np.abs(np.stack(idx, 1) - [29.5, 9.5, 19.5]).max(1) <= 5).all()  # all near the cube
+    assert (np.asarray(idx[0]) >= 5).all() and (np.asarray(idx[0]) <= 34).all()  # none at the skin
+    assert not lab[0, 0][idx].any()
+
+    def share_with_cube(hard_neg):
+        cfg = TrainConfig(roi=(8, 8, 8), volumes_per_step=1, crops_per_volume=4, hard_neg=hard_neg, flip_p=0.0,
+                          rot_p=0.0, shift_p=0.0, hard_quantile=0.99)  # fmt: skip
+        s = CropSampler(np.concatenate([img, img]), np.zeros((2, *img.shape[1:]), np.float32), cfg, seed=0)
+        crops = torch.cat([s.sample()[0] for _ in range(10)])
+        return float((crops.flatten(1).amax(1) > 0.9).float().mean())
+
+    assert share_with_cube(1.0) == 1.0
+    assert share_with_cube(0.0) < 0.3
+
+
 # ---------------------------------------------------------------- Focus training: early stopping, frozen Focus
 
 

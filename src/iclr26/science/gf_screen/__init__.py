@@ -25,7 +25,16 @@ from .screen import (
     volume_metrics,
     window_outputs,
 )
-from .train import CropSampler, GlanceSpec, TrainConfig, focus_loss, focus_val_score, train_focus, train_glance_focus
+from .train import (
+    CropSampler,
+    GlanceSpec,
+    TrainConfig,
+    focus_loss,
+    focus_val_score,
+    hard_background,
+    train_focus,
+    train_glance_focus,
+)
 
 __all__ = [
     "CropSampler",
@@ -41,6 +50,7 @@ __all__ = [
     "detection_reward",
     "dice_reward",
     "glance_scores",
+    "hard_background",
     "group_relative_advantages",
     "grl_loss",
     "make_focus",

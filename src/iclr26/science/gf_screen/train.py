@@ -28,10 +28,20 @@ class TrainConfig:
     crops_per_volume: int = field(default=4, metadata={"help": "crops per CT (code sw_batch_size: 4); N = 16"})
     roi: tuple[int, int, int] = field(default=(16, 16, 16), metadata={"help": "crop size (paper: 96×96×64)"})
     fg_class_weight: float = field(default=1.0, metadata={"help": "CE weight of the lesion class (code: 1, none)"})
+    fg_class_weight_final: float | None = field(
+        default=None,
+        metadata={"help": "anneal the lesion-class CE weight geometrically from fg_class_weight at the first step to "
+                  "this at the last (None: constant; ours, so that p_fg drops on organ borders late in training)"},
+    )  # fmt: skip
     dice_weight: float = field(
         default=1.0, metadata={"help": "weight λ of the Dice term of the Focus loss λ·Dice + CE (code: 1; 0 = CE only)"}
     )
     batch_dice: bool = field(default=False, metadata={"help": "Dice over the whole group (code: per sample)"})
+    dice_start: float = field(
+        default=0.0,
+        metadata={"help": "share of the steps trained by the (weighted) CE alone before the Dice term is switched on "
+                  "(code: 0; ours, a CE warm-up)"},
+    )  # fmt: skip
     lr: float = field(default=3e-4, metadata={"help": "AdamW learning rate of both models (code: 3e-4)"})
     focus_lr: float | None = field(default=None, metadata={"help": "Focus learning rate if not `lr` (code: = lr)"})
     weight_decay: float = field(default=1e-5, metadata={"help": "AdamW weight decay (code reg_weight: 1e-5)"})
@@ -45,6 +55,22 @@ class TrainConfig:
         metadata={"help": "pos/neg crops of context × roi, then a random roi crop inside (1 = the code's centred "
                   "crops; > 1 moves lesions off the crop centre, which sliding-window inference needs)"},
     )  # fmt: skip
+    hard_neg: float = field(
+        default=0.0,
+        metadata={"help": "share of the volume draws whose background crop centres come from hard background voxels "
+                  "(strongest image edges: organ borders, cysts, vessels; see CropSampler) instead of the whole "
+                  "body (code: 0; ours, hard-negative crops)"},
+    )  # fmt: skip
+    hard_quantile: float = field(
+        default=0.9, metadata={"help": "hard background = gradient magnitude above this quantile of the body (ours)"}
+    )
+
+    def fg_weight_at(self, progress: float) -> float:
+        """The lesion-class CE weight at training progress ∈ [0, 1] (geometric anneal, or constant)."""
+        if self.fg_class_weight_final is None:
+            return self.fg_class_weight
+        p = min(max(float(progress), 0.0), 1.0)
+        return float(self.fg_class_weight ** (1 - p) * self.fg_class_weight_final**p)
 
     def __post_init__(self):
         if min(self.steps, self.volumes_per_step, self.crops_per_volume) < 1:
@@ -53,6 +79,15 @@ class TrainConfig:
             raise ValueError("TrainConfig: a group needs >= 2 sub-volumes (volumes_per_step * crops_per_volume)")
         if self.fg_class_weight <= 0:
             raise ValueError(f"TrainConfig.fg_class_weight must be > 0, got {self.fg_class_weight!r}")
+        if self.fg_class_weight_final is not None and self.fg_class_weight_final <= 0:
+            raise ValueError(
+                f"TrainConfig.fg_class_weight_final must be > 0 or None, got {self.fg_class_weight_final!r}"
+            )
+        if not 0 <= self.dice_start <= 1:
+            raise ValueError(f"TrainConfig.dice_start must lie in [0, 1], got {self.dice_start!r}")
+        if not 0 <= self.hard_neg <= 1 or not 0 < self.hard_quantile < 1:
+            raise ValueError(f"TrainConfig: hard_neg in [0, 1] and hard_quantile in (0, 1), got {self.hard_neg!r}, "
+                             f"{self.hard_quantile!r}")  # fmt: skip
         if self.dice_weight < 0:
             raise ValueError(f"TrainConfig.dice_weight must be >= 0, got {self.dice_weight!r}")
         if self.context < 1:
@@ -61,6 +96,23 @@ class TrainConfig:
             raise ValueError(f"TrainConfig.focus_lr must be > 0 or None, got {self.focus_lr!r}")
         if self.lr <= 0 or self.weight_decay < 0 or self.refresh_epochs <= 0 or self.warmup_epochs < 0:
             raise ValueError(f"TrainConfig: lr, refresh_epochs > 0 and weight_decay, warmup_epochs >= 0, got {self!r}")
+
+
+def hard_background(image: np.ndarray, label: np.ndarray, quantile: float = 0.9) -> np.ndarray:
+    """Flat indices of the *hard* background voxels of one volume [1, X, Y, Z]: voxels inside the body (image > 0,
+    eroded by 3 voxels so that the skin / air edge does not dominate) outside the lesions whose Gaussian gradient
+    magnitude (σ = 1 voxel) lies above ``quantile`` of the inner body's. These are organ borders, the vertebrae,
+    sharp-edged cysts and vessel walls, where a lesion-weighted loss puts its false positives; the rule uses the image
+    only (no knowledge of the world's distractors), so it applies to real CTs as well."""
+    from scipy import ndimage
+
+    img = np.asarray(image, dtype=np.float32)[0]
+    body = ndimage.binary_erosion(img > 0, iterations=3)
+    if not body.any():
+        return np.zeros(0, dtype=np.int64)
+    g = ndimage.gaussian_gradient_magnitude(img, 1.0)
+    hard = body & (g > np.quantile(g[body], quantile)) & (np.asarray(label)[0] == 0)
+    return np.flatnonzero(hard.ravel())
 
 
 class CropSampler:
@@ -83,6 +135,8 @@ class CropSampler:
         self.rng = np.random.default_rng(seed)
         # foreground / background centre indices once per volume (background: label 0 and image > 0, i.e. the body)
         self.idx = [map_binary_to_indices(lab, img, 0.0) for img, lab in zip(images, labels)]
+        self.hard = [hard_background(img, lab, cfg.hard_quantile) for img, lab in zip(images, labels)] if (
+            cfg.hard_neg > 0) else None  # fmt: skip
         keys = ["image", "label"]
         outer = tuple(min(int(round(cfg.context * r)), n) for r, n in zip(cfg.roi, images.shape[2:]))
         if any(r > n for r, n in zip(cfg.roi, images.shape[2:])):
@@ -101,6 +155,8 @@ class CropSampler:
         crops, labs = [], []
         for i in self.rng.choice(len(self.images), self.cfg.volumes_per_step, replace=False):
             fg, bg = self.idx[i]
+            if self.hard is not None and len(self.hard[i]) and self.rng.random() < self.cfg.hard_neg:
+                bg = self.hard[i]  # hard-negative draw: background crops centred on strong edges
             with warnings.catch_warnings():  # lesion-free volumes: MONAI warns and samples background only
                 warnings.simplefilter("ignore")
                 outs = self.tf({"image": self.images[i], "label": self.labels[i], "fg": fg, "bg": bg})
@@ -120,24 +176,28 @@ class GlanceSpec:
     history: list = field(default_factory=list)
 
 
-def focus_loss(cfg: TrainConfig):
-    """The Focus loss ``λ·Dice + CE(weight = [1, w_fg])`` on logits [N, 2, ...] and labels [N, 1, ...].
+def focus_loss(cfg: TrainConfig, progress: float = 0.0):
+    """The Focus loss ``λ·Dice + CE(weight = [1, w_fg])`` on logits [N, 2, ...] and labels [N, 1, ...] at training
+    progress ∈ [0, 1] (the share of the steps done).
 
     With λ = 1 and w_fg = 1 it is MONAI's ``DiceCELoss(to_onehot_y=True, softmax=True)``, the official code's loss
     (per-sample soft Dice including the background channel, plus unweighted CE). Per-sample Dice on a lesion-free crop
     is minimised only by p_fg → 0 everywhere, which at CPU scale (few steps, most crops empty) keeps the lesion
     probability below 0.5, so argmax never fires and the binary reward is always 0; ``dice_weight=0`` with a
-    lesion-class weight in the CE is the reproduction's fix (see docs, "Deviations")."""
+    lesion-class weight in the CE is the reproduction's fix (see docs, "Deviations"). ``cfg.fg_weight_at(progress)``
+    anneals the class weight, and the Dice term is off while ``progress < cfg.dice_start`` (a CE warm-up)."""
     from monai.losses import DiceCELoss
 
+    w_fg = cfg.fg_weight_at(progress)
+    lam = cfg.dice_weight if progress >= cfg.dice_start else 0.0
     dice_ce = DiceCELoss(to_onehot_y=True, softmax=True, batch=cfg.batch_dice, lambda_dice=cfg.dice_weight)
-    if cfg.fg_class_weight == 1.0:
+    if w_fg == 1.0 and lam == cfg.dice_weight:
         return dice_ce
-    w = torch.tensor([1.0, cfg.fg_class_weight])
+    w = torch.tensor([1.0, w_fg])
 
     def loss(out: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         ce = torch.nn.functional.cross_entropy(out, y[:, 0].long(), weight=w)  # weighted mean over voxels
-        return ce if cfg.dice_weight == 0 else cfg.dice_weight * dice_ce.dice(out, y) + ce
+        return ce if lam == 0 else lam * dice_ce.dice(out, y) + ce
 
     return loss
 
@@ -161,7 +221,6 @@ def train_glance_focus(
     torch.manual_seed(seed)
     sampler = CropSampler(images, labels, cfg, seed)
     steps_per_epoch = max(1, len(images) // cfg.volumes_per_step)
-    seg_loss = focus_loss(cfg)
     opt_f = torch.optim.AdamW(focus.parameters(), lr=cfg.focus_lr or cfg.lr, weight_decay=cfg.weight_decay)
     sched = WarmupCosineSchedule(opt_f, int(cfg.warmup_epochs * steps_per_epoch), cfg.steps)  # Focus only, as code
     for spec in glances.values():
@@ -177,6 +236,7 @@ def train_glance_focus(
         it = tqdm(it, desc="gf-screen train", leave=False)
     for step in it:
         crops, labs = sampler.sample()
+        seg_loss = focus_loss(cfg, step / max(1, cfg.steps - 1))
         if update_focus:
             focus.train()
             seg = focus(crops)
@@ -260,7 +320,6 @@ def train_focus(
     torch.manual_seed(seed)
     focus.roi = tuple(cfg.roi)
     sampler = CropSampler(images, labels, cfg, seed)
-    seg_loss = focus_loss(cfg)
     opt = torch.optim.AdamW(focus.parameters(), lr=cfg.focus_lr or cfg.lr, weight_decay=cfg.weight_decay)
     steps_per_epoch = max(1, len(images) // cfg.volumes_per_step)
     sched = WarmupCosineSchedule(opt, int(cfg.warmup_epochs * steps_per_epoch), cfg.steps)
@@ -274,7 +333,7 @@ def train_focus(
     for step in it:
         crops, labs = sampler.sample()
         focus.train()
-        loss = seg_loss(focus(crops), labs)
+        loss = focus_loss(cfg, (step - 1) / max(1, cfg.steps - 1))(focus(crops), labs)
         opt.zero_grad()
         loss.backward()
         opt.step()
