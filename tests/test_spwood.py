@@ -1,0 +1,241 @@
+"""SPWOOD: rotated geometry vs shapely, sparse focal loss, GMM filtering, rotated NMS, orientation self-supervision,
+the sparse partition, and a smoke run of the reproduction."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from iclr26.vision.spwood import (
+    SPWOODConfig,
+    corners,
+    focal_terms,
+    gmm_1d,
+    gmm_threshold,
+    hbox_of,
+    orientation_consistency_loss,
+    psc_decode,
+    psc_encode,
+    rotated_iou,
+    rotated_nms,
+    select_pseudo,
+    sparse_focal_loss,
+    sparse_partial_split,
+    transformed_view,
+    weaken_labels,
+)
+
+
+def _random_boxes(n, seed):
+    g = torch.Generator().manual_seed(seed)
+    ctr = torch.rand(n, 2, generator=g) * 20
+    wh = torch.rand(n, 2, generator=g) * 10 + 0.5
+    th = (torch.rand(n, 1, generator=g) - 0.5) * math.pi
+    return torch.cat([ctr, wh, th], 1)
+
+
+def test_rotated_iou_matches_shapely():
+    shapely = pytest.importorskip("shapely.geometry")
+    a, b = _random_boxes(400, 0), _random_boxes(400, 1)
+    b[:40] = a[:40]  # identical boxes
+    b[40:80, :2] = a[40:80, :2]  # same centre, other size and angle (nested / crossing)
+    b[80:100] = a[80:100] * torch.tensor([1, 1, 0.5, 0.5, 1])  # contained
+    ours = rotated_iou(a, b, aligned=True).numpy()
+    ref = []
+    for p, q in zip(corners(a.double()).numpy(), corners(b.double()).numpy()):
+        pp, qq = shapely.Polygon(p), shapely.Polygon(q)
+        ref.append(pp.intersection(qq).area / pp.union(qq).area)
+    assert np.abs(ours - np.array(ref)).max() < 1e-5
+    assert (np.array(ref) == 0).any() and (np.array(ref) > 0.99).any()  # disjoint and identical pairs covered
+    full = rotated_iou(a[:7], b[:5])
+    assert full.shape == (7, 5) and torch.allclose(full.diagonal(), rotated_iou(a[:5], b[:5], aligned=True))
+
+
+def test_rotated_iou_is_not_horizontal_iou():
+    """Two thin boxes crossing as an X have identical horizontal boxes (HBox IoU 1) but a small rotated IoU."""
+    x = torch.tensor([[10.0, 10.0, 12.0, 2.0, math.pi / 4], [10.0, 10.0, 12.0, 2.0, -math.pi / 4]])
+    assert torch.allclose(hbox_of(x[:1]), hbox_of(x[1:]))
+    assert float(rotated_iou(x[:1], x[1:])) < 0.2
+
+
+def test_hbox_of_equals_polygon_bounds():
+    shapely = pytest.importorskip("shapely.geometry")
+    b = _random_boxes(50, 3)
+    hb = hbox_of(b.double()).numpy()
+    ref = np.array([shapely.Polygon(c).bounds for c in corners(b.double()).numpy()])
+    assert np.allclose(hb, ref, atol=1e-6)
+
+
+def test_psc_round_trip():
+    th = torch.linspace(-math.pi / 2 + 1e-3, math.pi / 2 - 1e-3, 101)
+    assert torch.allclose(psc_decode(psc_encode(th)), th, atol=1e-5)
+    assert torch.allclose(psc_encode(th), psc_encode(th + math.pi), atol=1e-5)  # period pi
+
+
+def test_sparse_focal_ignores_unlabelled_anchors_exactly():
+    g = torch.Generator().manual_seed(0)
+    logits = torch.randn(6, 3, generator=g)
+    target = torch.zeros(6, 3)
+    target[0, 1] = target[1, 2] = 1.0
+    logits[3, 0] = 4.0  # an unlabelled object: confident, assigned to background
+    logits = logits.requires_grad_()
+    # omega = 0 with thresh 0.5: every background score above 0.5 is dropped, nothing else changes
+    hard = (torch.sigmoid(logits) > 0.5) & (target == 0)
+    loss = sparse_focal_loss(logits, target, thresh=0.5, hard_negative_weight=0.0)
+    ref = (focal_terms(logits, target) * (~hard)).sum()
+    assert torch.allclose(loss, ref)
+    (grad,) = torch.autograd.grad(loss, logits)
+    assert grad[3, 0] == 0 and grad[0, 1] != 0
+    plain = focal_terms(logits, target).sum()
+    (gp,) = torch.autograd.grad(plain, logits)
+    assert gp[3, 0] > 0 and not torch.allclose(loss, plain)  # plain focal pushes the unlabelled object down
+    # omega = 1 is plain focal; the released setting (thresh 1, omega 0.4) scales every negative by 0.4
+    assert torch.allclose(sparse_focal_loss(logits, target, hard_negative_weight=1.0), plain)
+    neg = focal_terms(logits, target) * (target == 0)
+    pos = focal_terms(logits, target) * (target > 0)
+    assert torch.allclose(sparse_focal_loss(logits, target), (0.4 * neg + pos).sum())
+
+
+def test_gmm_matches_sklearn_and_keeps_the_high_component():
+    rng = np.random.default_rng(0)
+    low, high = rng.normal(0.1, 0.03, 900), rng.normal(0.7, 0.05, 100)
+    x = np.clip(np.concatenate([low, high]), 0, 1)
+    w, mu, var = gmm_1d(x)
+    from sklearn.mixture import GaussianMixture
+
+    sk = GaussianMixture(2, weights_init=[0.5, 0.5], means_init=[[x.min()], [x.max()]], precisions_init=[[[1.0]]] * 2)
+    sk.fit(x[:, None])
+    assert np.allclose(np.sort(mu), np.sort(sk.means_[:, 0]), atol=1e-4)
+    tau = gmm_threshold(x)
+    assert tau == gmm_threshold(x, backend="sklearn")
+    assert (low < tau).all() and (high > tau).mean() > 0.4  # the peak policy keeps the upper part of the high mode
+    assert 0.5 < tau < 0.75
+
+
+def test_per_level_gmm_differs_from_global():
+    """Level 0's objects score lower than level 1's: per-level thresholds keep (the top of) level 0's high mode, one
+    global threshold (the PWOOD-like baseline) drops all of it. (The official two-pass GMM keeps only the upper part
+    of a mode: the second GMM is fitted on the survivors of the first.)"""
+    rng = np.random.default_rng(1)
+    lv = torch.tensor([0] * 600 + [1] * 600)
+    c0 = np.concatenate([rng.normal(0.05, 0.01, 560), rng.normal(0.3, 0.02, 40)])
+    c1 = np.concatenate([rng.normal(0.1, 0.02, 560), rng.normal(0.8, 0.03, 40)])
+    conf = torch.as_tensor(np.clip(np.concatenate([c0, c1]), 0, 1))[None].float()
+    m_level, taus = select_pseudo(conf, lv, "level")
+    m_glob, _ = select_pseudo(conf, lv, "global")
+    obj0 = torch.zeros(1200, dtype=torch.bool)
+    obj0[560:600] = True
+    assert taus[0] < taus[1]
+    assert m_level[0, obj0].sum() > 0 and m_glob[0, obj0].sum() == 0
+    assert not m_level[0, :560].any()  # no background of level 0 selected
+
+
+def test_rotated_nms_removes_duplicates_only():
+    b = torch.tensor([
+        [10.0, 10.0, 12.0, 3.0, 0.3],
+        [10.2, 10.1, 12.0, 3.2, 0.32],  # duplicate of the first
+        [10.0, 10.0, 12.0, 3.0, 0.3 + math.pi / 2],  # crossing at 90 degrees: same centre, small rotated IoU
+        [30.0, 30.0, 8.0, 4.0, -0.5],
+    ])  # fmt: skip
+    keep = rotated_nms(b, torch.tensor([0.9, 0.8, 0.7, 0.6]), 0.5)
+    assert keep.tolist() == [0, 2, 3]
+
+
+def test_orientation_consistency_zero_iff_consistent():
+    th = torch.tensor([0.2, -1.4, 1.5])
+    rot = torch.tensor([0.5, 1.0, 3.0])
+    no, yes = torch.zeros(3, dtype=torch.bool), torch.ones(3, dtype=torch.bool)
+    assert torch.allclose(orientation_consistency_loss(th, th + rot + math.pi, rot, no), torch.zeros(3), atol=1e-6)
+    assert torch.allclose(orientation_consistency_loss(th, -(th + rot), rot, yes), torch.zeros(3), atol=1e-6)
+    assert (orientation_consistency_loss(th, th, rot, no) > 0).all()  # a rotation-invariant predictor is penalised
+    assert (orientation_consistency_loss(th, th + rot, rot, yes) > 0).all()
+
+
+def test_transformed_view_moves_points_as_the_loss_assumes():
+    """A bright pixel at p lands where the orientation loss looks for it: R (p - o) + o, then y -> S - y if flipped."""
+    img = torch.zeros(1, 3, 64, 64)
+    img[0, :, 20, 40] = 1.0  # pixel centre (40.5, 20.5)
+    for rot, flip in ((0.7, False), (-2.0, True)):
+        v = transformed_view(img, torch.tensor([rot]), torch.tensor([flip]))[0, 0]
+        yy, xx = torch.meshgrid(torch.arange(64) + 0.5, torch.arange(64) + 0.5, indexing="ij")
+        ctr = torch.stack([(v * xx).sum() / v.sum(), (v * yy).sum() / v.sum()])
+        d = torch.tensor([40.5, 20.5]) - 32
+        c, s = math.cos(rot), math.sin(rot)
+        exp = torch.tensor([c * d[0] - s * d[1], s * d[0] + c * d[1]]) + 32
+        if flip:
+            exp[1] = 64 - exp[1]
+        assert torch.allclose(ctr, exp, atol=0.3)
+
+
+def test_overall_sparse_partition_is_category_balanced():
+    rng = np.random.default_rng(0)
+    labels = [rng.choice(3, size=rng.integers(2, 8), p=[0.7, 0.2, 0.1]) for _ in range(300)]
+    lab, keep = sparse_partial_split(labels, 0.5, 0.2, seed=0)
+    assert len(lab) == 150 and all(not keep[i].any() for i in set(range(300)) - set(lab.tolist()))
+    for c in range(3):
+        n = sum(int((labels[i] == c).sum()) for i in lab)
+        k = sum(int(keep[i][labels[i] == c].sum()) for i in lab)
+        assert k == max(1, round(0.2 * n))  # exactly the ratio per category over the labelled set
+    types = weaken_labels(99, ("rbox", "hbox", "point"), (1, 1, 1), seed=0)
+    assert np.bincount(types).tolist() == [33, 33, 33]
+
+
+def test_config_errors_name_the_field():
+    with pytest.raises(ValueError, match="filter"):
+        SPWOODConfig(filter="median")
+    with pytest.raises(ValueError, match="hard_negative_weight"):
+        SPWOODConfig(hard_negative_weight=1.5)
+
+
+def test_smoke_run_of_the_card(tmp_path):
+    from iclr26.papers.spwood import CLAIMS, CONFIGS
+    from iclr26.papers.spwood.experiment import run
+
+    class Ctx:
+        def log(self, msg):
+            pass
+
+        def save_artifact(self, name, obj):
+            return None
+
+    torch.set_num_threads(1)
+    cfg = CONFIGS["smoke"]
+    out = run(cfg, 0, Ctx())
+    needed = {m for c in CLAIMS if c.applies(cfg) for m in c.metrics() if not m.replace(".", "").isdigit()}
+    assert needed <= set(out) and all(np.isfinite(v) for v in out.values())
+    assert all(0 <= out[k] <= 1 for k in out if k.startswith("map_"))
+
+
+def test_point_segments_recover_object_extent():
+    """The Voronoi / foreground segments of point labels give each object's size and axis (the lower bound of the
+    spatial layout that lets points learn box sizes); a uniform box has variance (extent)^2 / 12 per axis."""
+    from iclr26.vision.spwood import point_segments
+    from iclr26.worlds.aerial import make_scenes
+
+    d = make_scenes(12, 5)
+    ratios, errs = [], []
+    for img, b in zip(d["images"], d["boxes"]):
+        for (_, c), bb in zip(point_segments(img, b[:, :2]), b):
+            ev, evec = np.linalg.eigh(c)
+            ratios.append((np.sqrt(12 * ev[1]) / bb[2], np.sqrt(12 * ev[0]) / bb[3]))
+            ang = np.arctan2(evec[1, 1], evec[0, 1])
+            errs.append(abs((ang - bb[4] + np.pi / 2) % np.pi - np.pi / 2))
+    med = np.median(np.array(ratios), 0)
+    assert (np.abs(med - 1) < 0.25).all() and np.median(errs) < np.radians(10)
+
+
+def test_assignment_gives_every_instance_positives_inside_its_box():
+    from iclr26.vision.spwood import TinyRotatedFCOS, assign, cat_instances, make_instances
+    from iclr26.worlds.aerial import make_scenes
+
+    d = make_scenes(6, 2)
+    insts = [make_instances(b, lab, np.zeros(len(lab))) for b, lab in zip(d["boxes"], d["labels"])]
+    pts, strd, lv = TinyRotatedFCOS(3).points(64)
+    flat, img = cat_instances(insts)
+    idx = assign(flat, img, len(insts), pts, strd, lv)
+    assert set(idx[idx >= 0].unique().tolist()) == set(range(len(flat["cls"])))  # no instance without a positive
+    b_, n_ = torch.nonzero(idx >= 0, as_tuple=True)
+    assert (img[idx[b_, n_]] == b_).all()  # an image's locations only take its own instances
