@@ -153,14 +153,42 @@ def test_world_puts_needles_everywhere_and_hops():
     assert len(c.questions) == 6 and sorted(c.positions) == [i / 6 for i in range(6)]
     for q, a, p in zip(c.questions, c.answers, c.positions):
         seg = c.segments[round(p * 6)]
-        assert f"{q.split()[1]} : {a} ." in seg and len(seg.split()) == w.seg_tokens
-    c2 = w.sample("hop2", 4, rng)
-    for q, a in zip(c2.questions, c2.answers):
-        k = q.split()[1]
-        dst, v = a.split(" : ")
-        assert f"{k} to {dst} ." in c2.text and f"{dst} : {v} ." in c2.text
+        k = q.split()[-1]  # the question ends with the key: reading the answer is the induction pattern
+        assert q == f"ask {k}" and f"{k} {a} ." in seg and len(seg.split()) == w.seg_tokens == 9
+        assert c.text.split().count(k) == 1  # the key occurs once in the context
+    c2 = w.sample("hop2", 5, rng)
+    assert len(c2.questions) == 2  # 5 // 2 chains; the odd segment holds only filler
+    for q, a, p in zip(c2.questions, c2.answers, c2.positions):
+        k = q.split()[-1]
+        dst, v = a.split()
+        assert f"{k} {dst} ." in c2.segments[round(p * 5)] and f"{dst} {v} ." in c2.text
+    small = KVWorld(sents_per_seg=2, n_keys=8, n_values=8)
+    assert small.max_segments == 8 and set(small.sample("hop1", 8, rng).answers) == set(small.values)
     with pytest.raises(ValueError, match="task"):
         w.sample("hop3", 4, rng)
+    with pytest.raises(ValueError, match="n_keys"):
+        small.sample("hop1", 9, rng)
+
+
+def test_previous_token_head_init_attends_to_the_previous_token():
+    """The base's structural init: one first-layer head puts > 90 % of its attention on the previous token at every
+    position of a long random sequence (rotary phases one position apart); the other heads do not."""
+    from iclr26.papers.perk.experiment import previous_token_head
+
+    model = tiny_model("qwen2", seed=0, vocab_size=40, d_model=64, n_layers=2, n_heads=4, max_len=300)
+    model.set_attn_implementation("eager")
+    ids = torch.randint(4, 40, (2, 250), generator=torch.Generator().manual_seed(0))
+    T = ids.shape[1]
+
+    def prev_weight(head):
+        att = model(input_ids=ids, output_attentions=True).attentions[0][:, head]
+        return att[:, torch.arange(1, T), torch.arange(T - 1)]
+
+    assert prev_weight(0).mean() < 0.2  # random init: no previous-token head
+    previous_token_head(model)
+    assert prev_weight(0).min() > 0.9 and prev_weight(1).mean() < 0.2
+    with pytest.raises(ValueError, match="q/k biases"):
+        previous_token_head(tiny_model("llama", seed=0, vocab_size=40, d_model=32, n_layers=1, n_heads=4))
 
 
 def test_peak_memory_is_measured():
