@@ -1,0 +1,281 @@
+"""WinT3R: the window schedule and block-banded frame mask, the block-causal pool mask (through the mask and through
+gradients), streaming = whole-sequence pass, the relative-pose and point losses' invariances, Umeyama / ATE against
+evo, Chamfer, RRA/RTA, the ray-cast world by construction, and a smoke run of the reproduction."""
+
+import numpy as np
+import pytest
+import torch
+from scipy.spatial.transform import Rotation
+
+from iclr26.vision.wint3r import (
+    WinT3R,
+    WinT3RConfig,
+    ate,
+    camera_loss,
+    chamfer,
+    enc_to_mat,
+    frame_mask,
+    mat_to_enc,
+    merge_windows,
+    point_loss,
+    pool_mask,
+    relative_encodings,
+    rra_rta,
+    umeyama,
+    window_schedule,
+)
+from iclr26.vision.wint3r.geometry import mat_to_quat, quat_to_mat
+
+TINY = dict(img_h=8, img_w=16, patch=4, dim=16, heads=2, enc_depth=1, dec_depth=1, state_size=4, cam_depth=1,
+            cam_iters=2)  # fmt: skip
+
+
+def _random_poses(n, rng, scale=1.0):
+    out = np.tile(np.eye(4), (n, 1, 1))
+    out[:, :3, :3] = Rotation.random(n, random_state=int(rng.integers(1 << 30))).as_matrix()
+    out[:, :3, 3] = rng.normal(0, scale, (n, 3))
+    return out
+
+
+# ---------------------------------------------------------------- windows
+
+
+def test_window_schedule_half_overlap_and_padding():
+    assert window_schedule(8, 4, 2) == [[0, 1, 2, 3], [2, 3, 4, 5], [4, 5, 6, 7]]
+    assert window_schedule(9, 4, 2)[-1] == [6, 7, 8, 8]  # padded by repeating the last frame (official code)
+    assert window_schedule(8, 4, 4) == [[0, 1, 2, 3], [4, 5, 6, 7]]
+    assert window_schedule(3, 1, 1) == [[0], [1], [2]]
+    assert window_schedule(2, 4, 2) == [[0, 1, 1, 1]]
+    with pytest.raises(ValueError, match="stride"):
+        window_schedule(8, 4, 5)
+
+
+def test_frame_mask_is_exactly_block_banded_with_half_overlap():
+    # stride 2, w 4: blocks of 2 frames; block a talks to blocks a-1, a, a+1 (hand-written for T = 8)
+    band = np.kron(np.array([[1, 1, 0, 0], [1, 1, 1, 0], [0, 1, 1, 1], [0, 0, 1, 1]]), np.ones((2, 2)))
+    assert frame_mask(8, 4, 2).numpy().astype(int).tolist() == band.astype(int).tolist()
+    assert frame_mask(8, 4, 4).numpy().tolist() == np.kron(np.eye(2), np.ones((4, 4))).astype(bool).tolist()
+    assert frame_mask(5, 1, 1).numpy().tolist() == np.eye(5, dtype=bool).tolist()  # no window: frames alone
+
+
+def test_decoder_window_attention_through_gradients():
+    """Within a window every frame's output depends on every frame of the window; nothing depends on a later window's
+    frames (the state only carries the past). Without windows (w = 1) frame 0 sees no other frame."""
+    torch.manual_seed(0)
+    x = torch.rand(1, 6, 3, 8, 16, requires_grad=True)
+    out = WinT3R(WinT3RConfig(**TINY)).eval()(x)  # windows [0-3], [2-5]
+    g = torch.autograd.grad(out["pts"][0, 0].sum(), x)[0].abs().sum((0, 2, 3, 4))  # frame 0, first window
+    assert (g[:4] > 0).all() and (g[4:] == 0).all()
+    out1 = WinT3R(WinT3RConfig(**TINY, window=1, stride=1)).eval()(x)
+    g1 = torch.autograd.grad(out1["pts"][0, 0].sum(), x, retain_graph=True)[0].abs().sum((0, 2, 3, 4))
+    assert g1[0] > 0 and (g1[1:] == 0).all()
+    g2 = torch.autograd.grad(out1["pts"][0, 3].sum(), x)[0].abs().sum((0, 2, 3, 4))  # frame 3: past via the state
+    assert (g2[:4] > 0).all() and (g2[4:] == 0).all()
+
+
+# ---------------------------------------------------------------- the camera-token pool
+
+
+def _official_window_mask(seq_len, w):  # the official layers/attention.py rule, re-typed
+    m = torch.ones(seq_len, seq_len, dtype=torch.bool)
+    for s in range(0, seq_len, w):
+        m[s : s + w, s + w :] = False
+    return m
+
+
+@pytest.mark.parametrize("n,w", [(1, 4), (5, 4), (6, 1), (3, 2)])
+def test_pool_mask_block_causal_equals_official_and_block_diagonal_without_pool(n, w):
+    m = pool_mask(n, w)
+    assert torch.equal(m, _official_window_mask(n * w, w))
+    blk = np.arange(n * w) // w
+    assert m.numpy().tolist() == (blk[None, :] <= blk[:, None]).tolist()  # all past windows and the own, only those
+    assert pool_mask(n, w, pool=False).numpy().tolist() == (blk[None, :] == blk[:, None]).tolist()
+
+
+@pytest.mark.parametrize("pool", [True, False])
+def test_camera_head_reads_all_past_tokens_and_no_future_ones(pool):
+    torch.manual_seed(0)
+    model = WinT3R(WinT3RConfig(**TINY, pool=pool))
+    n, w = 4, 4
+    tok = torch.randn(1, n * w, 32, requires_grad=True)
+    poses = model.cam_head(tok, pool_mask(n, w, pool), 2)[-1]
+    k = 2  # window 2's poses
+    g = torch.autograd.grad(poses[0, k * w : (k + 1) * w].sum(), tok)[0].abs().sum((0, 2)).view(n, w)
+    assert (g[k + 1 :] == 0).all()  # future camera tokens: exactly zero gradient
+    assert (g[k] > 0).all()
+    assert (g[:k] > 0).all() if pool else (g[:k] == 0).all()  # the pool: every past token is read
+
+
+def test_stream_equals_whole_sequence_pass():
+    torch.manual_seed(1)
+    x = torch.rand(9, 3, 8, 16)
+    for kw in ({}, {"pool": False}, {"stride": 4}):
+        model = WinT3R(WinT3RConfig(**TINY, **kw)).eval()
+        with torch.no_grad():
+            full = model(x[None])
+        steps = list(model.stream(x))
+        assert [i for s in steps for i in s["frame_idx"]] == full["frame_idx"].tolist()
+        torch.testing.assert_close(torch.cat([s["pose"] for s in steps]), full["poses"][-1][0], atol=1e-5, rtol=0)
+        torch.testing.assert_close(torch.cat([s["pts"] for s in steps]), full["pts"][0], atol=1e-5, rtol=0)
+
+
+def test_merge_windows_keeps_max_confidence_points_and_latest_pose():
+    idx = [0, 1, 1, 2]
+    pts = torch.arange(4.0).view(4, 1, 1, 1).expand(4, 2, 2, 3)
+    conf = torch.tensor([1.0, 5.0, 2.0, 1.0]).view(4, 1, 1).expand(4, 2, 2)
+    poses = torch.arange(4.0)[:, None].expand(4, 7)
+    p, c, q = merge_windows(idx, pts, conf, poses, 3)
+    assert p[:, 0, 0, 0].tolist() == [0, 1, 3] and q[:, 0].tolist() == [0, 2, 3]
+
+
+# ---------------------------------------------------------------- losses
+
+
+def test_relative_pose_loss_zero_under_global_rigid_transform_positive_otherwise():
+    rng = np.random.default_rng(0)
+    gt = torch.as_tensor(_random_poses(6, rng), dtype=torch.float64)[None]
+    g = torch.as_tensor(_random_poses(1, rng), dtype=torch.float64)
+    moved = g @ gt  # same cameras, another world frame
+    enc_gt, enc_moved = mat_to_enc(gt), mat_to_enc(moved)
+    enc_moved[..., 3:] *= -1  # the quaternion sign must not matter
+    assert camera_loss([enc_moved], enc_gt, 1.0, 1.0).item() < 1e-9
+    assert camera_loss([2.5 * torch.cat([enc_moved[..., :3], enc_moved[..., 3:] / 2.5], -1)], enc_gt, 2.5, 1.0) < 1e-9
+    bad = enc_moved.clone()
+    bad[0, 3, :3] += 0.1  # one camera moved
+    assert camera_loss([bad], enc_gt, 1.0, 1.0).item() > 1e-3
+    bad = mat_to_enc(moved.clone())
+    bad[0, 2, 3:] = mat_to_quat(torch.as_tensor(Rotation.random(random_state=3).as_matrix()))  # one camera turned
+    assert camera_loss([bad], enc_gt, 1.0, 1.0).item() > 1e-3
+    # iteration weights gamma^(K-k): the last iteration weighs 1
+    l1, l2 = camera_loss([bad], enc_gt, 1.0, 1.0), camera_loss([bad, enc_moved], enc_gt, 1.0, 1.0, gamma=0.6)
+    torch.testing.assert_close(l2, 0.6 * l1)
+
+
+def test_relative_encodings_match_matrix_relative_poses():
+    rng = np.random.default_rng(1)
+    t = torch.as_tensor(_random_poses(4, rng), dtype=torch.float64)
+    rel = relative_encodings(mat_to_enc(t)[None])[0]
+    for i in range(4):
+        for j in range(4):
+            torch.testing.assert_close(enc_to_mat(rel[i, j]), torch.linalg.inv(t[i]) @ t[j], atol=1e-9, rtol=0)
+
+
+def test_point_loss_is_scale_invariant_and_weights_confidence():
+    torch.manual_seed(0)
+    gt = torch.rand(2, 3, 4, 5, 3) + 0.5
+    conf = torch.full((2, 3, 4, 5), 2.0)
+    loss, zp, zg = point_loss(3.0 * gt, conf, gt, alpha=1.0)
+    torch.testing.assert_close(loss, -torch.log(torch.tensor(2.0)))  # ||P̂/ẑ - P/z|| = 0, leaves -α log C
+    torch.testing.assert_close(zp, 3 * zg)
+    noisy = gt + 0.1 * torch.randn_like(gt)
+    lo, hi = point_loss(noisy, conf, gt)[0], point_loss(noisy, 2 * conf, gt)[0]
+    err = point_loss(noisy, conf, gt, alpha=0.0)[0] / 2  # mean normalised error
+    torch.testing.assert_close(hi - lo, 2 * err - torch.log(torch.tensor(2.0)), atol=1e-5, rtol=0)
+
+
+# ---------------------------------------------------------------- geometry and metrics
+
+
+def test_quaternions_match_scipy():
+    r = Rotation.random(20, random_state=0)
+    q = torch.as_tensor(r.as_quat(scalar_first=True))
+    torch.testing.assert_close(quat_to_mat(q), torch.as_tensor(r.as_matrix()), atol=1e-9, rtol=0)
+    back = mat_to_quat(torch.as_tensor(r.as_matrix()))
+    torch.testing.assert_close(back, q * torch.sign(q[:, :1]), atol=1e-7, rtol=0)
+
+
+def test_umeyama_recovers_similarity_and_equals_evo():
+    from evo.core.geometry import umeyama_alignment
+
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(50, 3))
+    r, t, s = Rotation.random(random_state=1).as_matrix(), rng.normal(size=3), 2.7
+    y = s * x @ r.T + t
+    rr, tt, ss = umeyama(torch.as_tensor(x), torch.as_tensor(y))
+    np.testing.assert_allclose(rr.numpy(), r, atol=1e-9)
+    np.testing.assert_allclose(tt.numpy(), t, atol=1e-9)
+    assert abs(ss - s) < 1e-9
+    y2 = y + 0.3 * rng.normal(size=y.shape)
+    re, te, se = umeyama_alignment(x.T, y2.T, with_scale=True)
+    rr, tt, ss = umeyama(torch.as_tensor(x), torch.as_tensor(y2))
+    np.testing.assert_allclose(rr.numpy(), re, atol=1e-9)
+    np.testing.assert_allclose(tt.numpy(), te, atol=1e-9)
+    assert abs(ss - se) < 1e-9
+
+
+def test_ate_equals_torch_umeyama_rmse_and_vanishes_under_similarity():
+    rng = np.random.default_rng(2)
+    gt = _random_poses(30, rng)
+    est = _random_poses(30, rng)
+    x, y = torch.as_tensor(est[:, :3, 3]), torch.as_tensor(gt[:, :3, 3])
+    r, t, s = umeyama(x, y)
+    mine = float(((s * x @ r.T + t - y) ** 2).sum(1).mean().sqrt())
+    assert abs(ate(est, gt) - mine) < 1e-9
+    sim = np.tile(np.eye(4), (1, 1))
+    sim[:3, :3], sim[:3, 3] = Rotation.random(random_state=5).as_matrix(), [1, 2, 3]
+    moved = sim @ gt
+    moved[:, :3, 3] *= 0.4
+    assert ate(moved, gt) < 1e-9
+
+
+def test_chamfer_and_pose_accuracy_by_construction():
+    rng = np.random.default_rng(0)
+    pts = rng.normal(size=(300, 3))
+    r = Rotation.random(random_state=2).as_matrix()
+    assert chamfer(1.7 * pts @ r.T + 4.0, pts)["overall"] < 1e-9  # a similarity is aligned away
+    c = chamfer(pts + np.array([0.5, 0, 0]), pts, align=False)
+    assert c["overall"] > 0.05
+    gt = _random_poses(8, rng)
+    assert rra_rta(gt, gt) == {"rra15": 1.0, "rta15": 1.0, "rra30": 1.0, "rta30": 1.0, "auc30": 1.0}
+    pert = gt.copy()
+    pert[0, :3, :3] = pert[0, :3, :3] @ Rotation.from_euler("z", 40, degrees=True).as_matrix()
+    m = rra_rta(pert, gt)
+    assert m["rra30"] == pytest.approx(1 - 7 / 28)  # the 7 pairs with frame 0 are off by 40 degrees
+    from iclr26.vision.wint3r.train import video_depth
+
+    depth = rng.uniform(0.5, 3, (4, 6, 8))
+    assert video_depth(3 * depth, depth) == {"absrel": pytest.approx(0), "delta1": 1.0}  # scale aligned away
+    off = np.full((4, 6, 8), 1.5)
+    depth = off.copy()
+    off[0] *= 2  # one frame twice too far: after median scaling a quarter of the pixels are off by 2x
+    v = video_depth(off, depth)
+    assert v["delta1"] == pytest.approx(0.75) and v["absrel"] == pytest.approx(0.25)
+
+
+# ---------------------------------------------------------------- the world
+
+
+def test_raycast_world_geometry_is_exact():
+    from iclr26.worlds.raycast_rooms import ROOM, make_streams
+
+    d = make_streams(2, 6, seed=3)
+    d2 = make_streams(2, 6, seed=3)
+    assert np.array_equal(d["images"], d2["images"]) and d["images"].shape == (2, 6, 3, 24, 32)
+    p, poses = d["pts_local"], d["poses"]
+    assert (d["depth"] > 0).all()
+    world = np.einsum("ntij,nthwj->nthwi", poses[..., :3, :3], p) + poses[:, :, None, None, :3, 3]
+    assert (np.abs(world) <= ROOM + 1e-4).all()  # every hit lies inside the closed room
+    on_wall = (np.abs(np.abs(world) - ROOM) < 1e-4).any(-1)
+    assert 0.3 < on_wall.mean() < 1.0  # mostly walls, some furniture
+    steps = np.linalg.norm(np.diff(poses[:, :, :3, 3], axis=1), axis=-1)
+    assert (steps < 0.12).all() and np.median(steps) > 0.03  # smooth walk, 0.04-0.1 units per frame
+    fwd = np.einsum("ntij,j->nti", poses[:, :-1, :3, :3], [0, 0, 1.0])  # mostly along the viewing direction
+    assert np.median((fwd * np.diff(poses[:, :, :3, 3], axis=1)).sum(-1) / np.maximum(steps, 1e-9)) > 0.8
+    np.testing.assert_allclose(p[..., 2], d["depth"], atol=1e-6)
+
+
+# ---------------------------------------------------------------- smoke run of the reproduction
+
+
+def test_smoke_run(tmp_path):
+    from iclr26.core.runs import RunContext
+    from iclr26.papers.wint3r import CLAIMS, CONFIGS, METRICS
+    from iclr26.papers.wint3r.experiment import run
+
+    cfg = CONFIGS["smoke"]
+    m = run(cfg, 0, RunContext("wint3r", "smoke", 0, tmp_path, quiet=True))
+    for c in CLAIMS:
+        if c.applies(cfg):
+            assert set(c.metrics()) <= set(m) and set(c.metrics()) <= set(METRICS)
+    assert all(np.isfinite(v) for v in m.values()) and set(m) <= set(METRICS)
+    assert m["fps_full"] > 0 and 0 <= m["rra15_full"] <= 1
