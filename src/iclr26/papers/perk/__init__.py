@@ -32,7 +32,7 @@ from iclr26.core.claims import Check, Claim
 
 @dataclass(frozen=True)
 class Cfg:
-    seeds: tuple[int, ...] = (0, 1, 2)
+    seeds: tuple[int, ...] = (0, 1, 2, 3, 4)
     sents_per_seg: int = field(default=2, metadata={"help": "3-word sentences per segment (ours; 1 item each)"})
     n_keys: int = field(default=40, metadata={"help": "keys and values in the world's vocabulary (ours)"})
     train_segs: int = field(default=4, metadata={"help": "segments per training context (dossier: 8)"})
@@ -59,8 +59,10 @@ class Cfg:
     inner_steps: int = field(default=4, metadata={"help": "K (paper code 4)"})
     unroll_last: int = field(default=2, metadata={"help": "T second-order steps (paper code: 2 of 4)"})
     inner_lr_grid: tuple[float, ...] = field(default=(3e-3, 1e-2, 3e-2), metadata={"help": "untrained-init inner lr"})
-    outer_lr_grid: tuple[float, ...] = field(default=(3e-3, 1e-2, 3e-2), metadata={"help": "PERK outer lr (tuned)"})
-    meta_steps: int = field(default=250, metadata={"help": "outer-step cap (early stopping decides)"})
+    outer_lr_grid: tuple[float, ...] = field(
+        default=(1e-3, 3e-3, 1e-2), metadata={"help": "PERK outer lr (tuned; VERSION 2's {3e-3, 1e-2, 3e-2} hit edges)"}
+    )
+    meta_steps: int = field(default=500, metadata={"help": "outer-step cap (early stopping decides; 250 in VERSION 2)"})
     meta_batch: int = 1
     # FT-ICR
     icr_lr_grid: tuple[float, ...] = field(default=(3e-4, 1e-3, 3e-3), metadata={"help": "FT-ICR lr (tuned)"})
@@ -70,7 +72,7 @@ class Cfg:
     patience: int = 3
     n_val: int = field(default=8, metadata={"help": "validation contexts per task (train length)"})
     n_test: int = field(default=8, metadata={"help": "test contexts per task and length"})
-    max_extensions: int = field(default=1, metadata={"help": "grid extensions past an edge pick (time budget)"})
+    max_extensions: int = field(default=2, metadata={"help": "grid extensions past an edge pick (1 in VERSION 2)"})
     # SmolLM2
     smollm2: bool = True
     smol_tokens: int = field(default=96, metadata={"help": "passage tokens (ours)"})
@@ -114,8 +116,8 @@ CONFIGS = {
     "quick": Cfg(),
     "full": Cfg(seeds=tuple(range(10)), test_segs=(4, 8, 16, 32), meta_steps=2000, icr_steps=2000, n_test=40, n_val=30),
 }
-VERSION = 2
-EXPECTED_SECONDS = {"smoke": 60, "quick": 300, "full": 5400}
+VERSION = 3  # 3: 5 seeds, PERK outer-lr grid moved down, 500-step cap, 2 grid extensions (VERSION 2 hit edges)
+EXPECTED_SECONDS = {"smoke": 60, "quick": 420, "full": 5400}
 ACCEPTS_MODEL = False
 MODEL_NOTE = "PERK(your_model, your_tokenizer) works on any gpt2/llama/qwen2 causal LM: see docs/papers/perk.md"
 
