@@ -255,3 +255,26 @@ def test_a_run_uses_the_configured_threads(fake_paper, tmp_path, monkeypatch):
     monkeypatch.setenv("ICLR26_THREADS", "2")
     run_paper("fake-paper", scale="smoke", out=tmp_path)
     assert seen == [2, 2]
+
+
+def test_cached_json_computes_once_and_writes_nothing_on_failure(tmp_path):
+    from iclr26.core.locks import cached_json
+
+    path, calls = tmp_path / "zoo" / "tuned.json", []
+
+    def compute():
+        calls.append(1)
+        return {"lr": 3e-4, "scores": {"3e-4": 0.5}}
+
+    def broken():
+        raise RuntimeError("tuning crashed")
+
+    path.parent.mkdir()
+    with pytest.raises(RuntimeError):
+        cached_json(path, "a test tuning", broken, quiet=True)
+    assert not path.exists() and not path.with_suffix(".tmp").exists()  # a crash leaves nothing to be reused
+    first = cached_json(path, "a test tuning", compute, quiet=True)
+    again = cached_json(path, "a test tuning", compute, quiet=True)
+    assert first == again == {"lr": 3e-4, "scores": {"3e-4": 0.5}}
+    assert len(calls) == 1  # the second call reads the file
+    assert not path.with_suffix(".tmp").exists()

@@ -15,7 +15,7 @@ import numpy as np
 import torch
 from transformers import AutoModelForCausalLM
 
-from ...core.locks import file_lock
+from ...core.locks import cached_json
 from ...core.paths import cache_dir
 from ...core.threads import run_threads
 from ...latent.ltpo import LTPO, LatentScorer, LTPOConfig, gold_oracle, random_search
@@ -156,10 +156,8 @@ def tuned_params(cfg: Cfg, world, model, tok, ctx) -> tuple[dict, float]:
     spec = {k: v for k, v in dataclasses.asdict(cfg).items() if k != "seeds" and not k.startswith("smol")}
     spec = json.dumps([spec, RECIPE, TUNE_SEED], sort_keys=True, default=str)
     path = cache_dir() / "zoo" / f"ltpo-params-{hashlib.sha1(spec.encode()).hexdigest()[:10]}.json"
-    with file_lock(path.with_suffix(".lock"), "the LTPO hyper-parameter tuning"):
-        if path.exists():
-            out = json.loads(path.read_text())
-            return out["params"], out["r0"]
+
+    def compute():
         k, pad, vper = cfg.num_thoughts, max(cfg.ood_ops), max(1, cfg.n_val // len(cfg.ood_ops))
         val = {"id": world.sample(cfg.train_ops, cfg.n_val, 200 + TUNE_SEED),
                "ood": [p for n in cfg.ood_ops for p in world.sample(n, vper, 200 + TUNE_SEED)]}  # fmt: skip
@@ -182,10 +180,10 @@ def tuned_params(cfg: Cfg, world, model, tok, ctx) -> tuple[dict, float]:
             "rs": tune(val_score("rs"), {"sigma": cfg.sigma_grid}, log=log)[0],
             "oracle": tune(val_score("oracle"), {"adam": cfg.adam_grid}, log=log)[0],
         }
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps({"params": params, "r0": r0}))
-        tmp.replace(path)
-        return params, r0
+        return {"params": params, "r0": r0}
+
+    out = cached_json(path, "the LTPO hyper-parameter tuning", compute)
+    return out["params"], out["r0"]
 
 
 def _world_part(cfg: Cfg, seed: int, ctx, world, model, tok, m: dict) -> None:

@@ -22,7 +22,7 @@ import hashlib
 import json
 import time
 
-from iclr26.core.locks import file_lock
+from iclr26.core.locks import cached_json
 from iclr26.core.paths import cache_dir
 from iclr26.probing.tuning import tune_on_grid
 
@@ -58,17 +58,13 @@ def tuned_lrs(cfg: Cfg, ctx, stages=None) -> dict:
     'grpo_lr', where ``prev`` holds the payloads of the earlier stages' chosen values."""
     from . import experiment as E
 
-    path = cache_path(cfg, E.BASE_VERSION)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with file_lock(path.with_suffix(".lock"), "the MLR learning-rate tuning", quiet=getattr(ctx, "quiet", True)):
-        if path.exists():
-            return json.loads(path.read_text())
-        stages = stages or E.tuning_stages(TUNE_SEED, ctx)
+    def compute():
+        fns = stages or E.tuning_stages(TUNE_SEED, ctx)
         t0, out, prev, cur = time.time(), {}, {}, cfg
         for name in LR_FIELDS:  # in pipeline order: each stage starts from the earlier stages' tuned models
 
             def score(lr, name=name, cur=cur):
-                return stages[name](_set(cur, name, lr), prev)
+                return fns[name](_set(cur, name, lr), prev)
 
             g = tune_on_grid(score, getattr(cfg, GRIDS[name]), max_extensions=cfg.max_extensions)
             prev[name], out[name] = g.payload, g.best
@@ -78,7 +74,7 @@ def tuned_lrs(cfg: Cfg, ctx, stages=None) -> dict:
             ctx.log(f"tuning {name}: {g.best:g} (validation " + ", ".join(f"{k:g}: {v:.3f}" for k, v in
                                                                           sorted(g.scores.items())) + ")")  # fmt: skip
         out["seconds"] = time.time() - t0
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(out, indent=1))
-        tmp.replace(path)
         return out
+
+    return cached_json(cache_path(cfg, E.BASE_VERSION), "the MLR learning-rate tuning", compute,
+                       quiet=getattr(ctx, "quiet", True))  # fmt: skip

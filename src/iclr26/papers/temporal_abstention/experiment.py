@@ -12,7 +12,7 @@ import torch
 from transformers import AutoModelForCausalLM, PrinterCallback, TrainerCallback
 from transformers.utils import logging as hf_logging
 
-from iclr26.core.locks import file_lock
+from iclr26.core.locks import cached_json
 from iclr26.core.paths import cache_dir
 from iclr26.probing.tuning import tune_on_grid
 from iclr26.rlft.abstention import (
@@ -113,9 +113,8 @@ def tuned_lrs(base, tok, cfg: Cfg, ctx) -> dict:
             "max_new_tokens", "n_val", "sft_lr_grid", "grpo_lr_grid", "max_extensions")  # fmt: skip
     spec = json.dumps({k: getattr(cfg, k) for k in keys}, sort_keys=True)
     path = cache_dir() / "zoo" / f"abstention-lrs-{hashlib.sha1(spec.encode()).hexdigest()[:10]}.json"
-    with file_lock(path.with_suffix(".lock"), "the temporal-abstention learning-rate tuning"):
-        if path.exists():
-            return json.loads(path.read_text())
+
+    def compute():
         t0, s = time.time(), 1000 * TUNE_SEED
         val = make_temporal_qa(cfg.n_val, unanswerable_frac=NATURAL, seed=s + 2)
         sft_items = make_temporal_qa(cfg.n_sft, unanswerable_frac=cfg.sft_unanswerable, seed=s + 3)
@@ -140,10 +139,9 @@ def tuned_lrs(base, tok, cfg: Cfg, ctx) -> dict:
         out = {"sft_lr": g_sft.best, "grpo_lr": g_rl.best, "sft_scores": {str(k): v for k, v in g_sft.scores.items()},
                "grpo_scores": {str(k): v for k, v in g_rl.scores.items()}, "sft_at_edge": g_sft.at_edge,
                "grpo_at_edge": g_rl.at_edge, "seconds": time.time() - t0}  # fmt: skip
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(out))
-        tmp.replace(path)
         return out
+
+    return cached_json(path, "the temporal-abstention learning-rate tuning", compute)
 
 
 def real_model_check(steps: int, seed: int, ctx) -> dict[str, float]:

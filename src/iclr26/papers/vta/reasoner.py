@@ -14,7 +14,7 @@ import numpy as np
 import torch
 from transformers import PrinterCallback, TrainerCallback
 
-from iclr26.core.locks import file_lock
+from iclr26.core.locks import cached_json
 from iclr26.core.paths import cache_dir
 from iclr26.probing.tuning import tune_on_grid
 from iclr26.rlft.abstention import generate
@@ -127,9 +127,8 @@ def tuned_lrs(base, tok, cfg: Cfg, ctx) -> dict:
             "grpo_lr_grid", "beta", "max_extensions")  # fmt: skip
     spec = json.dumps({k: getattr(cfg, k) for k in keys}, sort_keys=True)
     path = cache_dir() / "zoo" / f"vta-lrs-{hashlib.sha1(spec.encode()).hexdigest()[:10]}.json"
-    with file_lock(path.with_suffix(".lock"), "the VTA reasoner learning-rate tuning"):
-        if path.exists():
-            return json.loads(path.read_text())
+
+    def compute():
         t0, data = time.time(), build(cfg, TUNE_SEED)
 
         def sft_score(lr):
@@ -148,10 +147,9 @@ def tuned_lrs(base, tok, cfg: Cfg, ctx) -> dict:
         out = {"sft_lr": g_sft.best, "grpo_lr": g_rl.best, "sft_at_edge": g_sft.at_edge, "grpo_at_edge": g_rl.at_edge,
                "sft_scores": {str(k): -v for k, v in g_sft.scores.items()},
                "grpo_scores": {str(k): -v for k, v in g_rl.scores.items()}, "seconds": time.time() - t0}  # fmt: skip
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(out))
-        tmp.replace(path)
         return out
+
+    return cached_json(path, "the VTA reasoner learning-rate tuning", compute)
 
 
 def _fmt(scores: dict) -> str:
