@@ -1,6 +1,7 @@
 """Perception-aware Gaussian splatting: the rasteriser's gradient against finite differences, depth ordering and
 equal-depth invariance, tiles against the dense renderer, the perception loss (zero at identity, positive otherwise,
-Eq. 5's CIoU by hand), the visibility loss on a hand case, box metrics, the street world, and a smoke run."""
+Eq. 5's CIoU by hand), the visibility loss on a hand case, box metrics, the street worlds (2D and ray-cast 3D), the
+EWA projection, the 3D scene and its culling, and a smoke run."""
 
 import math
 
@@ -219,14 +220,15 @@ def test_random_zones_keep_sizes_and_avoid_the_objects():
 # ---------------------------------------------------------------- smoke run of the reproduction
 
 
-def test_smoke_run(tmp_path, monkeypatch):
+@pytest.mark.parametrize("world", ["2d", "3d"])
+def test_smoke_run(tmp_path, monkeypatch, world):
     from iclr26.core.runs import RunContext
     from iclr26.papers.gs_perception import CLAIMS, METRICS, Cfg
     from iclr26.papers.gs_perception.experiment import run
 
     monkeypatch.setenv("ICLR26_CACHE", str(tmp_path / "cache"))
-    cfg = Cfg(seeds=(0,), n_frames=1, n_clips=1, n_gaussians=24, iters=6, n_det_train=24, n_det_val=8, det_epochs=1,
-              n_eval=8, perc_grid=(0.1,), obj_grid=(1.0,), max_ext=0)  # fmt: skip
+    cfg = Cfg(seeds=(0,), world=world, n_frames=1, n_clips=1, n_gaussians=24, iters=6, n_det_train=24, n_det_val=8,
+              det_epochs=1, n_eval=8, perc_grid=(0.1,), obj_grid=(1.0,), max_ext=0)  # fmt: skip
     m = run(cfg, 0, RunContext("gs-perception", "smoke", 0, tmp_path, quiet=True))
     for c in CLAIMS:
         assert set(c.metrics()) <= set(m) and set(c.metrics()) <= set(METRICS)
@@ -265,3 +267,65 @@ def test_ewa_projection_closed_forms_and_gradient():
         return render_3d(m, s, quats, cols, op, eye, torch.zeros(3, dtype=D), 10.0, 10.0, 4.0, 3.0, 6, 8).sum()
 
     assert torch.autograd.gradcheck(f, (means, ls), eps=1e-6, atol=1e-6, rtol=1e-5)
+
+
+def test_render_3d_culls_behind_the_near_plane_instead_of_raising():
+    from iclr26.vision.gs_perception.ewa import render_3d
+
+    eye, zero = torch.eye(3, dtype=D), torch.zeros(3, dtype=D)
+    m = torch.tensor([[0.0, 0.0, 4.0], [0.0, 0.0, -2.0]], dtype=D)  # the second lies behind the camera
+    args = (torch.full((2, 3), -1.0, dtype=D), torch.tensor([[1.0, 0, 0, 0]] * 2, dtype=D), torch.rand(2, 3, dtype=D),
+            torch.tensor([0.8, 0.8], dtype=D))  # fmt: skip
+    with pytest.raises(ValueError, match="behind"):
+        render_3d(m, *args, eye, zero, 10.0, 10.0, 4.0, 3.0, 6, 8)
+    culled = render_3d(m, *args, eye, zero, 10.0, 10.0, 4.0, 3.0, 6, 8, near=0.2)
+    alone = render_3d(m[:1], *(a[:1] for a in args), eye, zero, 10.0, 10.0, 4.0, 3.0, 6, 8)
+    torch.testing.assert_close(culled, alone)
+
+
+def test_street3d_boxes_and_points_agree_with_the_cameras():
+    from iclr26.worlds import street3d
+
+    seq = street3d.make_sequence(3, 3)
+    seq2 = street3d.make_sequence(3, 3)
+    np.testing.assert_array_equal(seq.frames, seq2.frames)
+    assert seq.frames.shape == (3, 3, 64, 96) and seq.rot.shape == (3, 3, 3) and len(seq.points) == 2000
+    # the LiDAR-like points project (first camera) onto pixel centres: integer + 0.5
+    cam = seq.points @ seq.rot[0].T + seq.trans[0]
+    uv = cam[:, :2] / cam[:, 2:] * np.diag(seq.k)[:2] + seq.k[:2, 2]
+    np.testing.assert_allclose(uv - np.floor(uv), 0.5, atol=1e-3)
+    # the camera drives forward: the second frame's camera centre is 1 m further along z
+    c0, c1 = (-seq.rot[f].T @ seq.trans[f] for f in (0, 1))
+    np.testing.assert_allclose(c1 - c0, [0, 0, 1.0], atol=1e-9)
+    # every box is the tight extent of an object's pixels: re-render with ids and compare
+    parts, objects = street3d.make_scene(np.random.default_rng(5))
+    _, depth, oid = street3d.render(parts, objects, seq.rot[0], seq.trans[0], seq.k)
+    boxes, labels = street3d._boxes(oid, objects, 12)
+    seen = [i for i in range(len(objects)) if (oid == i).sum() >= 12]
+    assert len(seen) == len(boxes) >= 1
+    for (x1, y1, x2, y2), lab, i in zip(boxes.astype(int), labels, seen):
+        ys, xs = np.nonzero(oid == i)
+        assert (x1, y1, x2, y2) == (xs.min(), ys.min(), xs.max() + 1, ys.max() + 1) and lab == objects[i]["cls"]
+    assert np.isinf(depth[0]).any() and np.isfinite(depth[-1]).all()  # sky at the top, ground at the bottom
+
+
+def test_gaussian_scene_3d_renders_its_splats_and_fits():
+    from iclr26.vision.gs_perception import GaussianScene3D
+    from iclr26.vision.gs_perception.ewa import render_3d
+    from iclr26.worlds.street3d import make_sequence as make_sequence_3d
+
+    seq = make_sequence_3d(1, 2, n_points=300)
+    sc = GaussianScene3D.from_sequence(seq, 40, dynamic_frac=0.25)
+    assert (sc.n_static, sc.n_dynamic) == (30, 10)
+    with torch.no_grad():
+        sc.offsets[1] += 0.3  # moving the dynamic Gaussians changes frame 1 only
+        img = sc()
+    m, s, q, c, o = sc.splats(1)
+    ref = render_3d(m, s, q, c, o, sc.rot[1], sc.trans[1], sc.fx, sc.fy, sc.cx, sc.cy, 64, 96, sc.bg, sc.near)
+    torch.testing.assert_close(img[1], ref.detach())
+    groups = sc.param_groups(0.3, 0.03, 0.05)
+    assert groups[0]["lr"] == pytest.approx(0.3 * sc.metres_per_pixel) and 0.01 < sc.metres_per_pixel < 1
+    res = fit(seq.frames, losses=("visual",), cfg=FitConfig(n_gaussians=40, iters=15), scene=sc)
+    assert res.history[-1][1] < res.history[0][1]
+    with pytest.raises(ValueError, match="build the scene"):
+        fit(seq.frames[:1], losses=("visual",), cfg=FitConfig(iters=1), scene=sc)

@@ -33,6 +33,9 @@ from iclr26.core.claims import Check, Claim
 @dataclass(frozen=True)
 class Cfg:
     seeds: tuple[int, ...] = (0, 1, 2, 3, 4)
+    world: str = field(default="2d", metadata={"help": "'2d': street frames and the 2D splatting fitter (quick); "
+                                                      "'3d': ray-cast 3D street clips with camera poses and LiDAR-like "
+                                                      "points, 3D Gaussians with the EWA projection (full; ours)"})
     height: int = field(default=64, metadata={"help": "frame height (dossier: 96; Waymo 1920 × 1280)"})
     width: int = field(default=96, metadata={"help": "frame width"})
     n_frames: int = field(default=3, metadata={"help": "frames per clip (dossier: 8; time budget)"})
@@ -54,6 +57,8 @@ class Cfg:
             raise ValueError("Cfg: n_frames, n_clips, n_val_clips, n_gaussians and iters must be >= 1")
         if self.height < 32 or self.width < 48:
             raise ValueError(f"Cfg: frames must be at least 32 × 48, got {self.height} × {self.width}")
+        if self.world not in ("2d", "3d"):
+            raise ValueError(f"Cfg.world must be '2d' or '3d', got {self.world!r}")
         if min(self.perc_grid) <= 0 or min(self.obj_grid) <= 0 or not 0 < self.ssim_tol < 1:
             raise ValueError("Cfg: perc_grid and obj_grid must be > 0 and ssim_tol in (0, 1)")
 
@@ -73,6 +78,7 @@ CONFIGS = {
     "quick": Cfg(),
     "full": Cfg(
         seeds=(0, 1, 2, 3, 4),
+        world="3d",
         n_frames=4,
         n_clips=10,
         n_val_clips=3,
@@ -82,7 +88,7 @@ CONFIGS = {
         det_epochs=30,
     ),  # fmt: skip
 }
-VERSION = 1
+VERSION = 2
 EXPECTED_SECONDS = {"smoke": 25, "quick": 480, "full": 14400}  # cached detectors (first quick: +~150 s)
 ACCEPTS_MODEL = False
 MODEL_NOTE = "pass your own detector (any torch module) to `iclr26.vision.gs_perception.fit`"

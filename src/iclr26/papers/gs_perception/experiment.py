@@ -17,6 +17,7 @@ from iclr26.probing.tuning import tune_on_grid
 from iclr26.vision.gs_perception import (
     CenterNetDetector,
     FitConfig,
+    GaussianScene3D,
     GridDetector,
     box_iou,
     consistency,
@@ -26,7 +27,7 @@ from iclr26.vision.gs_perception import (
     recall,
     train_detector,
 )
-from iclr26.worlds.street import make_frames, make_sequence
+from iclr26.worlds import street, street3d
 
 from . import ARMS, VERSION, Cfg
 
@@ -41,6 +42,19 @@ ARM_LOSSES = {
 }
 
 
+def _world(cfg: Cfg):
+    """The 2D street world (quick) or the ray-cast 3D street world (full)."""
+    return street3d if cfg.world == "3d" else street
+
+
+def make_frames(cfg: Cfg, seed: int, n: int):
+    return _world(cfg).make_frames(seed, n, cfg.height, cfg.width)
+
+
+def make_sequence(cfg: Cfg, seed: int):
+    return _world(cfg).make_sequence(seed, cfg.n_frames, cfg.height, cfg.width)
+
+
 def _key(cfg: Cfg, *names) -> str:
     d = {n: getattr(cfg, n) for n in names}
     return hashlib.sha1(json.dumps([VERSION, d], sort_keys=True).encode()).hexdigest()[:10]
@@ -49,7 +63,7 @@ def _key(cfg: Cfg, *names) -> str:
 def _detectors(cfg: Cfg, log):
     """Guidance and unseen detectors, trained once per configuration (their own data seeds, not the run seed) and
     cached in memory and under the model cache."""
-    key = _key(cfg, "height", "width", "n_det_train", "n_det_val", "det_epochs")
+    key = _key(cfg, "world", "height", "width", "n_det_train", "n_det_val", "det_epochs")
     if key in _CACHE:
         return _CACHE[key]
     out = {}
@@ -60,8 +74,8 @@ def _detectors(cfg: Cfg, log):
             det.load_state_dict(torch.load(path, weights_only=True))
             det.eval()
         else:
-            tr = make_frames(data_seed, cfg.n_det_train, cfg.height, cfg.width)
-            va = make_frames(data_seed + 1, cfg.n_det_val, cfg.height, cfg.width)
+            tr = make_frames(cfg, data_seed, cfg.n_det_train)
+            va = make_frames(cfg, data_seed + 1, cfg.n_det_val)
             info = train_detector(det, tr, va, epochs=cfg.det_epochs, seed=data_seed)
             log(f"{name} detector ({cls.__name__}): {info['epochs']} epochs, val loss {info['val_loss']:.3f}")
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -108,6 +122,13 @@ def _random_zones(boxes, h: int, w: int, rng) -> torch.Tensor:
     return torch.stack(out) if out else torch.zeros(0, 4)
 
 
+def _scene(clip, fcfg: FitConfig):
+    """3D clips (they carry camera poses) get 3D Gaussians at their LiDAR-like points; 2D clips the fitter's default."""
+    if not hasattr(clip, "rot"):
+        return None
+    return GaussianScene3D.from_sequence(clip, fcfg.n_gaussians, fcfg.dynamic_frac, fcfg.seed)
+
+
 def _fit_arm(clips, arm, dets, fcfg, ctrl_det=None, seed: int = 0):
     det = ctrl_det if arm == "ctrl" else dets["guide"]
     if arm == "ctrl":  # the untrained detector's strongest peaks (up to 20 per frame) as pseudo-labels: loss active
@@ -118,7 +139,7 @@ def _fit_arm(clips, arm, dets, fcfg, ctrl_det=None, seed: int = 0):
         h, w = clips[0].frames.shape[2:]
         zones = [[_random_zones(d["boxes"], h, w, rng) for d in detect(dets["guide"], c.frames, fcfg.conf)]
                  for c in clips]  # fmt: skip
-    res = [fit(c.frames, det, ARM_LOSSES[arm], fcfg, boxes=z) for c, z in zip(clips, zones)]
+    res = [fit(c.frames, det, ARM_LOSSES[arm], fcfg, boxes=z, scene=_scene(c, fcfg)) for c, z in zip(clips, zones)]
     return [r.renders for r in res], sum(r.seconds for r in res)
 
 
@@ -128,7 +149,7 @@ def _tune(cfg: Cfg, dets, log):
     key = _key(cfg, *[f.name for f in dataclasses.fields(cfg) if f.name != "seeds"])
     if key in _CACHE:
         return _CACHE[key]
-    val = [make_sequence(50_000 + i, cfg.n_frames, cfg.height, cfg.width) for i in range(cfg.n_val_clips)]
+    val = [make_sequence(cfg, 50_000 + i) for i in range(cfg.n_val_clips)]
     ren, _ = _fit_arm(val, "visual", dets, _fit_cfg(cfg, 0))
     ssim0 = _evaluate(val, ren, dets)["ssim"]
 
@@ -161,7 +182,7 @@ def _run(cfg: Cfg, seed: int, ctx) -> dict[str, float]:
     dets = _detectors(cfg, ctx.log)
     m = {}
     # testbed: the detectors find the true objects on held-out original frames
-    x, b, lab = make_frames(7000 + seed, cfg.n_eval, cfg.height, cfg.width)
+    x, b, lab = make_frames(cfg, 7000 + seed, cfg.n_eval)
     for name, det in dets.items():
         d = detect(det, x)
         m[f"recall_{name}"] = recall(d, b, lab)
@@ -171,7 +192,7 @@ def _run(cfg: Cfg, seed: int, ctx) -> dict[str, float]:
     m["lambda_perc"], m["lambda_obj"] = lam_p, lam_o
     torch.manual_seed(10_000 + seed)
     ctrl = CenterNetDetector().eval()  # control: the guidance architecture, untrained (random initialisation)
-    clips = [make_sequence(1000 * seed + i, cfg.n_frames, cfg.height, cfg.width) for i in range(cfg.n_clips)]
+    clips = [make_sequence(cfg, 1000 * seed + i) for i in range(cfg.n_clips)]
     renders = {}
     for arm in ARMS:
         fcfg = _fit_cfg(cfg, seed, lambda_perc=lam_p, lambda_obj=lam_o)

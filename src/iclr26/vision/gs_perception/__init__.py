@@ -7,7 +7,7 @@ rendered frame as on the real one. Two plug-in losses on top of the base photome
 (the frozen detector's outputs on the rendering R(x) against its detections on the original x) and the object-zone
 visibility loss (the photometric loss inside the detected boxes). Here: a pure-torch differentiable 2D splatting
 rasteriser (`render`; CUDA rasterisers do not run on this machine), its 3D variant with the EWA projection
-(`ewa`; tested, not used by the reproduction), the losses (`losses`), the `fit` call, two small
+(`ewa`, `scene3d`; the reproduction's `full` scale), the losses (`losses`), the `fit` call, two small
 detectors (`detectors`) and the perception-stability metrics (`boxes`).
 """
 
@@ -17,10 +17,11 @@ from .ewa import project, quat_to_rot, render_3d
 from .fit import LOSSES, FitConfig, FitResult, fit
 from .losses import PerceptionLoss, freeze, visibility_loss, visual_loss
 from .render import GaussianScene, covariance_inverse, rasterize
+from .scene3d import GaussianScene3D
 
 __all__ = [
     "box_iou", "ciou", "consistency", "match", "mean_ap", "nms", "recall", "CenterNetDetector", "GridDetector",
     "detect", "train_detector", "LOSSES", "FitConfig", "FitResult", "fit", "PerceptionLoss", "freeze",
     "visibility_loss", "visual_loss", "GaussianScene", "covariance_inverse", "rasterize", "project", "quat_to_rot",
-    "render_3d",
+    "render_3d", "GaussianScene3D",
 ]  # fmt: skip

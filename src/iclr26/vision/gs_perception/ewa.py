@@ -1,6 +1,6 @@
 """3D Gaussians rendered through a pinhole camera with the EWA splatting projection of 3DGS (Kerbl et al. 2023, Eq. 5;
-Zwicker et al. 2002), in pure torch — the 3D variant of `render` (implemented and tested; the reproduction's scales
-use the 2D fitter).
+Zwicker et al. 2002), in pure torch — the 3D variant of `render`, used by
+`GaussianScene3D` (the reproduction's `full` scale; quick uses the 2D fitter).
 
 A 3D Gaussian has a mean μ (world), a covariance Σ = R S Sᵀ Rᵀ (R from a unit quaternion, S = diag(exp(log_scales))),
 a colour and an opacity. With the world-to-camera rotation W and translation t, the camera-space mean is
@@ -47,8 +47,14 @@ def project(means, log_scales, quats, rot, trans, fx: float, fy: float, cx: floa
 
 
 def render_3d(means, log_scales, quats, colours, opacity, rot, trans, fx, fy, cx, cy, height: int, width: int,
-              bg=None) -> torch.Tensor:  # fmt: skip
-    """Image (3, H, W) of N 3D Gaussians seen by the camera (rot, trans, intrinsics); pixel centres at integer + 0.5."""
+              bg=None, near: float | None = None) -> torch.Tensor:  # fmt: skip
+    """Image (3, H, W) of N 3D Gaussians seen by the camera (rot, trans, intrinsics); pixel centres at integer + 0.5.
+
+    ``near``: if set, Gaussians whose camera-space depth is ≤ ``near`` are culled (dropped) instead of raising, as
+    3DGS's rasteriser culls splats behind its near plane (0.2 there)."""
+    if near is not None:
+        keep = (means.detach() @ rot.T + trans)[:, 2] > near
+        means, log_scales, quats, colours, opacity = (t[keep] for t in (means, log_scales, quats, colours, opacity))
     mean2, cov2, depth = project(means, log_scales, quats, rot, trans, fx, fy, cx, cy)
     order = torch.argsort(depth.detach(), stable=True)
     mean2, cov2, colours, opacity = mean2[order], cov2[order], colours[order], opacity[order]

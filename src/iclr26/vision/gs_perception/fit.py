@@ -9,6 +9,9 @@ paper, the coarse stage uses the visual loss only and the perception losses join
     from iclr26.vision.gs_perception import FitConfig, fit
     res = fit(frames, detector, losses=("visual", "perception", "visibility"), cfg=FitConfig(n_gaussians=200))
     res.renders            # (F, 3, H, W) reconstruction; res.scene is the GaussianScene; res.seconds the wall time
+
+For posed 3D clips pass ``scene=GaussianScene3D.from_sequence(seq, n)``: the same losses then fit 3D Gaussians rendered
+through the EWA projection (`scene3d`, `ewa`).
 """
 
 from __future__ import annotations
@@ -64,18 +67,19 @@ class FitConfig:
 
 @dataclass
 class FitResult:
-    scene: GaussianScene
+    scene: torch.nn.Module  # GaussianScene or GaussianScene3D
     renders: torch.Tensor  # (F, 3, H, W), detached, clamped to [0, 1]
     seconds: float
     history: list = field(default_factory=list)  # (step, total loss)
 
 
 def fit(frames, detector=None, losses=("visual",), cfg: FitConfig | None = None, boxes: list | None = None,
-        progress: bool = False) -> FitResult:  # fmt: skip
+        progress: bool = False, scene=None) -> FitResult:  # fmt: skip
     """Fit a `GaussianScene` of ``cfg.n_gaussians`` splats to ``frames`` (F, 3, H, W) in [0, 1].
 
     ``losses``: any of "visual", "perception", "visibility". "perception" needs ``detector``; "visibility" needs
-    ``detector`` or ``boxes`` (per frame (n, 4) boxes of the object zones)."""
+    ``detector`` or ``boxes`` (per frame (n, 4) boxes of the object zones). ``scene``: a ready scene to fit instead
+    of the 2D one (e.g. `GaussianScene3D.from_sequence(seq, n)` for posed 3D clips; it has its own budget)."""
     cfg = cfg or FitConfig()
     unknown = set(losses) - set(LOSSES)
     if unknown or not losses:
@@ -93,13 +97,13 @@ def fit(frames, detector=None, losses=("visual",), cfg: FitConfig | None = None,
         with torch.no_grad():
             boxes = [d["boxes"] for d in perc.det.decode(perc.det(x.clamp(0, 1)), cfg.conf)]
     torch.manual_seed(cfg.seed)
-    scene = GaussianScene(cfg.n_gaussians, len(x), x.shape[2], x.shape[3], cfg.dynamic_frac, x, cfg.seed,
-                          tile=cfg.tile)  # fmt: skip
-    opt = torch.optim.Adam([
-        {"params": [scene.means, scene.offsets], "lr": cfg.lr_means},
-        {"params": [scene.log_scales, scene.theta], "lr": cfg.lr_shape},
-        {"params": [scene.colour_logits, scene.opacity_logits], "lr": cfg.lr_colour},
-    ])  # fmt: skip
+    if scene is None:
+        scene = GaussianScene(cfg.n_gaussians, len(x), x.shape[2], x.shape[3], cfg.dynamic_frac, x, cfg.seed,
+                              tile=cfg.tile)  # fmt: skip
+    elif (scene.n_frames, scene.height, scene.width) != (len(x), x.shape[2], x.shape[3]):
+        raise ValueError(f"fit: the scene renders {scene.n_frames} frames of {scene.height} × {scene.width}, the clip "
+                         f"has {len(x)} of {x.shape[2]} × {x.shape[3]}; build the scene for this clip")  # fmt: skip
+    opt = torch.optim.Adam(scene.param_groups(cfg.lr_means, cfg.lr_shape, cfg.lr_colour))
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: 0.1 ** (s / cfg.iters))  # exponential decay to 0.1×
     fine_from = int(cfg.coarse_frac * cfg.iters)
     hist, t0 = [], time.perf_counter()

@@ -142,6 +142,12 @@ class GaussianScene(nn.Module):
         self.register_buffer("depth", depth)
         self.bg, self.tile = tuple(float(v) for v in bg), tile
 
+    def param_groups(self, lr_means: float, lr_shape: float, lr_colour: float) -> list[dict]:
+        """Adam parameter groups (``lr_means`` in pixels)."""
+        return [{"params": [self.means, self.offsets], "lr": lr_means},
+                {"params": [self.log_scales, self.theta], "lr": lr_shape},
+                {"params": [self.colour_logits, self.opacity_logits], "lr": lr_colour}]  # fmt: skip
+
     def splats(self, frame: int):
         """The splat parameters of one frame (dynamic means shifted by that frame's offset)."""
         shift = torch.cat([torch.zeros(self.n_static, 2), self.offsets[frame]], 0)
