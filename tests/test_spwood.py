@@ -3,6 +3,7 @@ the sparse partition, and a smoke run of the reproduction."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -190,7 +191,8 @@ def test_config_errors_name_the_field():
         SPWOODConfig(hard_negative_weight=1.5)
 
 
-def test_smoke_run_of_the_card(tmp_path):
+def test_smoke_run_of_the_card(tmp_path, monkeypatch):
+    monkeypatch.setenv("ICLR26_CACHE", str(tmp_path))  # the burn-in cache
     from iclr26.papers.spwood import CLAIMS, CONFIGS
     from iclr26.papers.spwood.experiment import run
 
@@ -239,3 +241,32 @@ def test_assignment_gives_every_instance_positives_inside_its_box():
     assert set(idx[idx >= 0].unique().tolist()) == set(range(len(flat["cls"])))  # no instance without a positive
     b_, n_ = torch.nonzero(idx >= 0, as_tuple=True)
     assert (img[idx[b_, n_]] == b_).all()  # an image's locations only take its own instances
+
+
+def test_resumed_burn_in_gives_the_same_model_and_self_training_starts_from_it():
+    """Phase 2 resumed from a stored burn-in equals the run that computed the burn-in itself (same random stream),
+    a supervised run returns the burn-in's best teacher, and the EMA with m = 0 copies the student."""
+    from iclr26.papers.spwood.experiment import _insts
+    from iclr26.vision.spwood import train_spwood
+    from iclr26.vision.spwood.train import _ema
+    from iclr26.worlds.aerial import make_scenes
+
+    torch.set_num_threads(1)
+    tr, va = make_scenes(10, 5), make_scenes(4, 6)
+    X, val = torch.as_tensor(tr["images"]), (torch.as_tensor(va["images"]), list(zip(va["boxes"], va["labels"])))
+    insts = _insts(tr, [np.ones(len(x), bool) for x in tr["labels"]])
+    lab = np.arange(5)
+    cfg = SPWOODConfig(burn_in=4, max_steps=4, eval_every=2, patience=1, batch=2, unsup_batch=2, width=8)
+    m1, i1 = train_spwood(X, insts, lab, val, 3, cfg, seed=3)
+    m2, i2 = train_spwood(X, insts, lab, val, 3, cfg, seed=3, init=i1["burn_in"])
+    for a, b in zip(m1.state_dict().values(), m2.state_dict().values()):
+        assert torch.equal(a, b)
+    assert i1["history"] == i2["history"] and i1["start_val"] == i1["burn_in"]["val"]
+    sup, _ = train_spwood(X, insts, lab, val, 3, dataclasses.replace(cfg, filter="none"), seed=3)
+    for k, v in sup.state_dict().items():
+        assert torch.equal(v, i1["burn_in"]["teacher"][k])
+    with pytest.raises(ValueError, match="burn-in"):
+        train_spwood(X, insts, lab, val, 3, dataclasses.replace(cfg, lr=1e-3), seed=3, init=i1["burn_in"])
+    t, s = torch.nn.Linear(2, 2), torch.nn.Linear(2, 2)
+    _ema(t, s, 0.0)
+    assert torch.equal(t.weight, s.weight)

@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import json
 import time
 
 import numpy as np
 import torch
 
+from iclr26.core.locks import file_lock
+from iclr26.core.paths import cache_dir
 from iclr26.vision.spwood import (
     SPWOODConfig,
     TinyRotatedFCOS,
@@ -20,6 +24,7 @@ from iclr26.vision.spwood import (
     weaken_labels,
 )
 from iclr26.vision.spwood.targets import assign, cat_instances
+from iclr26.vision.spwood.train import burn_in_key
 from iclr26.worlds.aerial import CLASSES, make_scenes
 
 from . import Cfg
@@ -92,12 +97,48 @@ def ship_angle_error(dets, gts, ship: int = CLASSES.index("ship"), radius: float
     return float(np.degrees(np.median(errs))) if errs else 90.0
 
 
+def _digest(*arrays) -> str:
+    h = hashlib.sha1()
+    for a in arrays:
+        h.update(np.ascontiguousarray(np.asarray(a)).tobytes())
+    return h.hexdigest()[:16]
+
+
+def cached_burn_in(X, insts, lab, val, c: SPWOODConfig, seed: int, ctx=None, tag: str = "") -> dict:
+    """The converged supervised burn-in (`train_spwood`'s phase 1) for these data, labels and burn-in settings, on
+    disk under ``cache_dir()/spwood_burnin`` (keyed by a digest of the images, labels and `burn_in_key`), so that
+    arms sharing a burn-in (supervised-only, semi, PWOOD-like, plain-focal SPWOOD) and later runs reuse it."""
+    blob = json.dumps(
+        {
+            "v": 3,
+            "seed": seed,
+            "key": list(burn_in_key(c)),
+            "lab": np.asarray(lab).tolist(),
+            "data": _digest(X.numpy(), val[0].numpy()),
+            "insts": _digest(*[v for ins in insts for v in (ins["rbox"], ins["cls"], ins["type"])]),
+        }
+    )
+    path = cache_dir() / "spwood_burnin" / f"{hashlib.sha1(blob.encode()).hexdigest()[:16]}.pt"
+    with file_lock(path.with_suffix(".lock"), f"the SPWOOD burn-in {tag}", quiet=True):
+        if path.exists():
+            return torch.load(path, weights_only=True)
+        t = time.time()
+        _, info = train_spwood(X, insts, lab, val, NC, dataclasses.replace(c, filter="none"), seed=seed)
+        init = info["burn_in"]
+        if ctx is not None:
+            ctx.log(f"burn-in {tag}: val {init['val']:.3f} after {init['steps']} steps ({time.time() - t:.0f} s)")
+        tmp = path.with_suffix(".tmp")
+        torch.save({**init, "key": list(init["key"])}, tmp)
+        tmp.replace(path)
+        return init
+
+
 def run(cfg: Cfg, seed: int, ctx) -> dict[str, float]:
     t0 = time.time()
     tr, va, te = _world(cfg, seed)
     X, Xv, Xt = (torch.as_tensor(w["images"]) for w in (tr, va, te))
     val, gt_test = (Xv, _gts(va)), _gts(te)
-    base = SPWOODConfig(burn_in=cfg.burn_in, max_steps=cfg.burn_in + cfg.max_extra, eval_every=cfg.eval_every,
+    base = SPWOODConfig(burn_in=cfg.burn_in, max_steps=cfg.max_extra, eval_every=cfg.eval_every,
                         patience=cfg.patience, batch=cfg.batch, unsup_batch=cfg.batch, width=cfg.width)  # fmt: skip
     out: dict[str, float] = {}
     dets_plot = {}
@@ -110,37 +151,45 @@ def run(cfg: Cfg, seed: int, ctx) -> dict[str, float]:
         dets_plot[name] = dets[:4]
         return out[f"map_{name}"]
 
-    def fit(name, insts, lab, init=None, **kw):
+    def fit(name, insts, lab, **kw):
+        """Every arm: the converged burn-in for its labels and loss (cached), then (mean-teacher arms) self-training
+        to convergence from it; both phases early-stopped on validation mAP."""
         c = dataclasses.replace(base, **kw)
+        init = cached_burn_in(X, insts, lab, val, c, seed, ctx, f"{name} seed {seed}")
         t = time.time()
         model, info = train_spwood(X, insts, lab, val, NC, c, seed=seed, init=init)
         m = test(model, name)
-        ctx.log(f"{name}: test mAP {m:.3f} (val {info['best_val']:.3f}, {info['steps']} steps, "
-                f"{info['n_pseudo']:.0f} pseudo-label locations, {time.time() - t:.0f} s)")  # fmt: skip
-        return model, info
+        out[f"steps_{name}"] = float(info["steps"])
+        out[f"burnin_steps_{name}"] = float(info["burn_in_steps"])
+        out[f"gain_val_{name}"] = info["best_val"] - info["start_val"]
+        ctx.log(f"{name}: test mAP {m:.3f} (val {info['start_val']:.3f} after the {info['burn_in_steps']}-step "
+                f"burn-in -> {info['best_val']:.3f} at step {info['best_step']} of {info['steps']} more; "
+                f"{info['n_pseudo']:.0f} pseudo-label locations; {time.time() - t:.0f} s)")  # fmt: skip
+        if c.filter != "none":  # the test mAP of its starting point (the burn-in teacher): did self-training help?
+            start = TinyRotatedFCOS(NC, cfg.width)
+            start.load_state_dict(init["teacher"])
+            out[f"map0_{name}"] = rotated_map(predict(start.eval(), Xt, base.score_thr, base.nms_iou), gt_test, NC)[0]
+        return model
 
     torch.manual_seed(seed)
     test(TinyRotatedFCOS(NC, cfg.width).eval(), "untrained")
     all_keep = [np.ones(len(lab), bool) for lab in tr["labels"]]
     fit("full", _insts(tr, all_keep), np.arange(cfg.n_train), filter="none", sparse_focal=False,
-        max_steps=cfg.full_steps)  # fmt: skip
+        burn_in=cfg.full_steps)  # fmt: skip
     for bname, (ir, sr) in (("b1", cfg.budget1), ("b2", cfg.budget2)):
         lab, keep = sparse_partial_split(tr["labels"], ir, sr, seed)
         out[f"n_lab_inst_{bname}"] = float(sum(int(k.sum()) for k in keep))
         insts = _insts(tr, keep)
-        _, info = fit(f"sup_{bname}", insts, lab, filter="none", sparse_focal=False)  # EMA weights, no pseudo-labels
-        plain = info["burn_in"]
-        burn = TinyRotatedFCOS(NC, cfg.width)
-        burn.load_state_dict(plain["student"])
-        tau = tune_fixed_threshold(burn, Xv, _gts(va))
+        sup = fit(f"sup_{bname}", insts, lab, filter="none", sparse_focal=False)  # the plain burn-in (EMA weights)
+        tau = tune_fixed_threshold(sup, Xv, _gts(va))
         out[f"tau_semi_{bname}"] = tau
-        fit(f"semi_{bname}", insts, lab, init=plain, sparse_focal=False, filter="fixed", fixed_thr=tau)
-        fit(f"pwood_{bname}", insts, lab, init=plain, sparse_focal=False, filter="global")
-        _, info = fit(f"spwood_{bname}", insts, lab)
+        fit(f"semi_{bname}", insts, lab, sparse_focal=False, filter="fixed", fixed_thr=tau)
+        fit(f"pwood_{bname}", insts, lab, sparse_focal=False, filter="global")
+        fit(f"spwood_{bname}", insts, lab)
         if bname == "b1" and cfg.ablate_gmm:
-            fit("spwood_global_b1", insts, lab, init=info["burn_in"], filter="global")
+            fit("spwood_global_b1", insts, lab, filter="global")
         if bname == "b1" and cfg.ablate_focal:
-            fit("plainfocal_b1", insts, lab, init=plain, sparse_focal=False, filter="level")
+            fit("plainfocal_b1", insts, lab, sparse_focal=False, filter="level")
         if bname == "b1" and cfg.label_types:
             hb = [np.ones(int(k.sum()), np.int64) for k in keep]
             insts_h = _insts(tr, keep, hb)

@@ -30,7 +30,9 @@ class SPWOODConfig:
     fixed_thr: float = field(default=0.5, metadata={"help": "threshold of the 'fixed' filter (tuned on validation)"})
     w_unsup: float = field(default=1.0, metadata={"help": "unsupervised loss weight (code unsup_weight: 1.0)"})
     ema: float = field(default=0.99, metadata={"help": "EMA momentum (code 0.9996 over 180k it; ours, short runs)"})
-    burn_in: int = field(default=150, metadata={"help": "supervised-only steps (code 12,800 of 180k; ours)"})
+    burn_in: int = field(
+        default=1500, metadata={"help": "cap of the supervised burn-in; early stopping decides (code 12,800 of 180k)"}
+    )
     ramp: int = field(default=50, metadata={"help": "steps of linear unsup-weight ramp (code weight_suppress linear)"})
     # optimisation (ours: a tiny detector from scratch; the paper's AdamW 5e-5 is for a pretrained ResNet-50)
     lr: float = field(default=5e-3, metadata={"help": "AdamW learning rate (code 5e-5 with pretrained R-50; ours)"})
@@ -38,7 +40,7 @@ class SPWOODConfig:
     grad_clip: float = field(default=35.0, metadata={"help": "gradient-norm clip (code: 35)"})
     batch: int = field(default=8, metadata={"help": "labelled images per step (code 2 x 4 GPUs; ours)"})
     unsup_batch: int = field(default=8, metadata={"help": "unlabelled images per step (ours)"})
-    max_steps: int = field(default=600, metadata={"help": "step cap; early stopping decides (ours)"})
+    max_steps: int = field(default=600, metadata={"help": "cap of the self-training steps after the burn-in (ours)"})
     eval_every: int = field(default=50, metadata={"help": "validation mAP every n steps (ours)"})
     patience: int = field(default=3, metadata={"help": "stop after n evaluations without improvement (ours)"})
     width: int = field(default=32, metadata={"help": "detector channels (ours; the paper uses ResNet-50 + FPN)"})
@@ -55,8 +57,8 @@ class SPWOODConfig:
                 raise ValueError(f"SPWOODConfig.{name} must lie in [0, 1], got {v!r}")
         if not 0 <= self.ema < 1:
             raise ValueError(f"SPWOODConfig.ema must lie in [0, 1), got {self.ema!r}")
-        for name in ("batch", "unsup_batch", "max_steps", "eval_every", "patience"):
+        for name in ("batch", "unsup_batch", "burn_in", "max_steps", "eval_every", "patience"):
             if getattr(self, name) < 1:
                 raise ValueError(f"SPWOODConfig.{name} must be >= 1, got {getattr(self, name)!r}")
-        if self.lr <= 0 or self.gamma < 0 or self.burn_in < 0:
-            raise ValueError("SPWOODConfig: lr > 0, gamma >= 0 and burn_in >= 0 are required")
+        if self.lr <= 0 or self.gamma < 0:
+            raise ValueError("SPWOODConfig: lr > 0 and gamma >= 0 are required")

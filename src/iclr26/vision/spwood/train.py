@@ -205,11 +205,44 @@ def _flip_images(x, flips):
     return x
 
 
-def _burn_in_key(cfg: SPWOODConfig) -> tuple:
+def burn_in_key(cfg: SPWOODConfig) -> tuple:
     """Fields that change the burn-in phase (supervised only): runs equal in them share one burn-in checkpoint."""
     return (cfg.sparse_focal, cfg.gamma, cfg.alpha, cfg.thresh, cfg.hard_negative_weight, cfg.orientation_ss,
             cfg.w_ss, cfg.flip_prob, cfg.w_overlap, cfg.w_layout, cfg.w_angle, cfg.lr, cfg.weight_decay,
-            cfg.grad_clip, cfg.batch, cfg.burn_in, cfg.width)  # fmt: skip
+            cfg.grad_clip, cfg.batch, cfg.burn_in, cfg.width, cfg.ema, cfg.eval_every, cfg.patience)  # fmt: skip
+
+
+@torch.no_grad()
+def _ema(teacher, student, m: float) -> None:
+    """theta_t <- m theta_t + (1 - m) theta_s (official `MeanTeacher` hook; m = 0 copies the student)."""
+    for pt, ps in zip(teacher.parameters(), student.parameters()):
+        pt.mul_(m).add_(ps.detach(), alpha=1 - m)
+
+
+def _fit_phase(n_steps, step_fn, student, teacher, opt, val, n_classes, cfg, progress, desc):
+    """Run `step_fn(step)` for up to n_steps; validation rotated mAP of the teacher (EMA weights) every
+    `cfg.eval_every` steps; stop after `cfg.patience` evaluations without gain. Returns (best val, the student /
+    teacher / optimiser states at the best evaluation, history [(step, val)])."""
+    best, best_state, bad, hist = -1.0, None, 0, []
+    it = range(1, n_steps + 1)
+    if progress:
+        from tqdm import tqdm
+
+        it = tqdm(it, desc=desc, leave=False)
+    for step in it:
+        step_fn(step)
+        if step % cfg.eval_every == 0 or step == n_steps:
+            score = evaluate(teacher, val[0], val[1], n_classes, cfg)
+            hist.append((step, score))
+            if score > best:
+                best, bad = score, 0
+                best_state = {k: copy.deepcopy(m.state_dict()) for k, m in
+                              (("student", student), ("teacher", teacher), ("opt", opt))}  # fmt: skip
+            else:
+                bad += 1
+                if bad >= cfg.patience:
+                    break
+    return best, best_state, hist
 
 
 def train_spwood(
@@ -226,48 +259,33 @@ def train_spwood(
     """Train a detector. images: all training images (n, 3, S, S); insts: instance dicts (only labelled images'
     entries are read); labelled: indices of labelled images; val: (images, [(boxes, labels)]) for early stopping.
 
-    Two phases (SPWOOD / MCL): `cfg.burn_in` supervised-only steps, then (mean_teacher) self-training with the EMA
-    teacher, or (supervised only) more supervised steps; validation rotated mAP every `eval_every` steps after the
-    burn-in, stop after `patience` evaluations without gain, keep the best checkpoint (the teacher's for mean-teacher
-    runs: the code tests on the teacher). The burn-in is deterministic given the seed and `_burn_in_key(cfg)`, so
-    `init` = the `info["burn_in"]` of an earlier run with the same key resumes from it (saves recomputing it per arm).
-    Returns (best model in eval mode, info dict)."""
+    Two phases (SPWOOD / MCL), each trained to convergence: (1) the supervised burn-in, at most `cfg.burn_in` steps,
+    with an EMA teacher from the first step, stopped by early stopping on the teacher's validation rotated mAP
+    (every `eval_every` steps, `patience` evaluations without gain), the best checkpoint kept; (2) for mean-teacher
+    runs with a filter, self-training of the burn-in's best student / teacher / optimiser state with the teacher's
+    pseudo-labels on the unlabelled images (official `SparseDataset`: sources `sup` + `unsup_unlabeled`), at most
+    `cfg.max_steps` steps, the same early stopping, the best teacher kept (the code tests on the teacher). Supervised
+    runs (filter 'none' or no mean teacher) return the burn-in's best teacher (EMA weights). The burn-in is
+    deterministic given the seed and `burn_in_key(cfg)`, so `init` = the `info["burn_in"]` of an earlier run with the
+    same key and data skips it. Returns (best model in eval mode, info dict)."""
     if len(labelled) == 0:
         raise ValueError("train_spwood needs at least one labelled image")
     torch.manual_seed(seed)
-    rng = np.random.default_rng(seed)
-    gen = torch.Generator().manual_seed(seed)
     size = images.shape[-1]
     student = TinyRotatedFCOS(n_classes, cfg.width)
-    opt = torch.optim.AdamW(student.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
-    start = 1
-    if init is not None:
-        if init["key"] != _burn_in_key(cfg):
-            raise ValueError("train_spwood: init comes from a run with other burn-in settings; drop init")
-        student.load_state_dict(init["student"])
-        opt.load_state_dict(init["opt"])
-        start = cfg.burn_in + 1
-    teacher = copy.deepcopy(student).eval() if cfg.mean_teacher else None
-    for p in teacher.parameters() if teacher is not None else []:
+    teacher = copy.deepcopy(student).eval()
+    for p in teacher.parameters():
         p.requires_grad_(False)
+    opt = torch.optim.AdamW(student.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
     _, _, levels = student.points(size)
     weak = any(int(insts[i]["type"].max()) > 0 for i in labelled if len(insts[i]["type"]))
-    best, best_state, bad, hist = -1.0, None, 0, []
-    info = {"n_pseudo": 0.0, "burn_in": init}
-    it = range(start, max(cfg.max_steps, cfg.burn_in + 1) + 1)
-    if progress:
-        from tqdm import tqdm
+    unl = np.setdiff1d(np.arange(len(images)), labelled)
+    unl = unl if len(unl) else np.arange(len(images))
+    st = {"rng": np.random.default_rng(seed), "gen": torch.Generator().manual_seed(seed), "phase2": False}
+    info = {"n_pseudo": 0.0}
 
-        it = tqdm(it, desc="spwood", leave=False)
-    for step in it:
-        if step == cfg.burn_in + 1:  # same random stream after the burn-in, resumed or not
-            rng = np.random.default_rng([seed, 1])
-            gen = torch.Generator().manual_seed(seed + 1)
-            if info["burn_in"] is None:
-                info["burn_in"] = {"key": _burn_in_key(cfg), "student": copy.deepcopy(student.state_dict()),
-                                   "opt": copy.deepcopy(opt.state_dict())}  # fmt: skip
-                if teacher is not None:
-                    teacher.load_state_dict(student.state_dict())
+    def step_fn(step):
+        rng = st["rng"]
         student.train()
         idx = rng.choice(labelled, size=min(cfg.batch, len(labelled)), replace=False)
         flips = rng.random((len(idx), 2)) < 0.5
@@ -277,37 +295,43 @@ def train_spwood(
         losses = supervised_loss(student, out, bi, cfg, size)
         if weak and cfg.orientation_ss:
             losses["ss"] = cfg.w_ss * orientation_ss_loss(student, x, bi, out, cfg, rng)
-        if teacher is not None and step > cfg.burn_in and cfg.filter != "none":
-            uidx = rng.choice(len(images), size=min(cfg.unsup_batch, len(images)), replace=False)
-            uflips = rng.random((len(uidx), 2)) < 0.5
-            xu = _flip_images(images[uidx], uflips)
+        if st["phase2"]:
+            uidx = rng.choice(unl, size=min(cfg.unsup_batch, len(unl)), replace=False)
+            xu = _flip_images(images[uidx], rng.random((len(uidx), 2)) < 0.5)
             with torch.no_grad():
                 t_out = teacher(xu)
-            ul, st = unsup_loss(student(strong_aug(xu, gen)), t_out, levels, cfg)
-            ramp = min(1.0, (step - cfg.burn_in) / max(cfg.ramp, 1))  # code: weight_suppress "linear"
+            ul, stats = unsup_loss(student(strong_aug(xu, st["gen"])), t_out, levels, cfg)
+            ramp = min(1.0, step / max(cfg.ramp, 1))  # linear ramp (code: weight_suppress, see the docs)
             for key, v in ul.items():
                 losses[key] = cfg.w_unsup * ramp * v
-            info["n_pseudo"] += st["n_pseudo"]
+            info["n_pseudo"] += stats["n_pseudo"]
         loss = sum(losses.values())
         opt.zero_grad()
         loss.backward()
         torch.nn.utils.clip_grad_norm_(student.parameters(), cfg.grad_clip)
         opt.step()
-        if teacher is not None and step > cfg.burn_in:
-            with torch.no_grad():  # teacher = EMA of the student (Eq.: theta_t <- m theta_t + (1 - m) theta_s)
-                for pt, ps in zip(teacher.parameters(), student.parameters()):
-                    pt.mul_(cfg.ema).add_(ps.detach(), alpha=1 - cfg.ema)
-        if step > cfg.burn_in and ((step - cfg.burn_in) % cfg.eval_every == 0 or step == cfg.max_steps):
-            model = teacher if teacher is not None else student
-            score = evaluate(model, val[0], val[1], n_classes, cfg)
-            hist.append((step, score))
-            if score > best:
-                best, best_state, bad = score, copy.deepcopy(model.state_dict()), 0
-            else:
-                bad += 1
-                if bad >= cfg.patience:
-                    break
+        _ema(teacher, student, 0.0 if step == 1 and not st["phase2"] else cfg.ema)
+
+    if init is None:
+        val_b, state, hist_b = _fit_phase(cfg.burn_in, step_fn, student, teacher, opt, val, n_classes, cfg,
+                                          progress, "burn-in")  # fmt: skip
+        init = {"key": burn_in_key(cfg), "val": val_b, "steps": hist_b[-1][0], "history": hist_b, **state}
+    elif tuple(init["key"]) != burn_in_key(cfg):
+        raise ValueError("train_spwood: init comes from a run with other burn-in settings; drop init")
+    info["burn_in"] = init
+    info.update(best_val=init["val"], steps=0, history=[], burn_in_steps=init["steps"], start_val=init["val"],
+                best_step=0)  # fmt: skip
     final = TinyRotatedFCOS(n_classes, cfg.width)
-    final.load_state_dict(best_state)
-    info.update(best_val=best, steps=hist[-1][0] if hist else 0, history=hist)
+    if not cfg.mean_teacher or cfg.filter == "none":
+        final.load_state_dict(init["teacher"])
+        return final.eval(), info
+    student.load_state_dict(init["student"])
+    teacher.load_state_dict(init["teacher"])
+    opt.load_state_dict(copy.deepcopy(init["opt"]))  # load_state_dict aliases the tensors; AdamW updates in place
+    # the same random stream after the burn-in, whether it was computed here or resumed
+    st.update(rng=np.random.default_rng([seed, 1]), gen=torch.Generator().manual_seed(seed + 1), phase2=True)
+    best, state, hist = _fit_phase(cfg.max_steps, step_fn, student, teacher, opt, val, n_classes, cfg, progress,
+                                   "self-training")  # fmt: skip
+    final.load_state_dict(state["teacher"])
+    info.update(best_val=best, steps=hist[-1][0], history=hist, best_step=max(hist, key=lambda h: h[1])[0])
     return final.eval(), info
