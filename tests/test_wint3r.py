@@ -73,6 +73,36 @@ def test_decoder_window_attention_through_gradients():
     assert (g2[:4] > 0).all() and (g2[4:] == 0).all()
 
 
+def test_rope2d_depends_only_on_relative_position_and_keeps_norms():
+    from iclr26.vision.wint3r.model import grid_positions, rope2d
+
+    torch.manual_seed(0)
+    q, k = torch.randn(1, 2, 5, 8), torch.randn(1, 2, 5, 8)
+    pq, pk = torch.randint(0, 4, (5, 2)), torch.randint(0, 4, (5, 2))
+    logits = rope2d(q, pq) @ rope2d(k, pk).transpose(-1, -2)
+    shift = torch.tensor([3, 7])
+    torch.testing.assert_close(rope2d(q, pq + shift) @ rope2d(k, pk + shift).transpose(-1, -2), logits)
+    torch.testing.assert_close(rope2d(q, pq).norm(dim=-1), q.norm(dim=-1))
+    moved = rope2d(q, pq) @ rope2d(k, pk + torch.tensor([0, 1])).transpose(-1, -2)  # another relative offset
+    assert (moved - logits).abs().max() > 1e-2
+    assert grid_positions(2, 3, offset=1).tolist() == [[1, 1], [1, 2], [1, 3], [2, 1], [2, 2], [2, 3]]
+
+
+def test_early_stopping_stops_on_patience_and_restores_the_best_weights():
+    from iclr26.vision.wint3r import TrainConfig, train
+    from iclr26.vision.wint3r.train import _tensors, validation_loss
+    from iclr26.worlds.raycast_rooms import make_streams
+
+    data = make_streams(3, 6, seed=0)
+    data = {k: (v[..., :8, :16] if k in ("images", "depth") else v[..., :8, :16, :] if k == "pts_local" else v)
+            for k, v in data.items()}  # fmt: skip
+    torch.manual_seed(0)
+    model = WinT3R(WinT3RConfig(**TINY))
+    info = train(model, data, data, TrainConfig(lr=0.05, batch=2, max_steps=300, eval_every=1, patience=2))
+    assert info["steps"] < 300  # patience, not the cap, ended it
+    assert validation_loss(model, *_tensors(data)) == pytest.approx(info["best_val"], abs=1e-5)
+
+
 # ---------------------------------------------------------------- the camera-token pool
 
 

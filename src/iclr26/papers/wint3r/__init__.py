@@ -29,7 +29,7 @@ from iclr26.core.claims import Check, Claim
 class Cfg:
     seeds: tuple[int, ...] = (0, 1, 2)
     n_train: int = field(default=300, metadata={"help": "training sequences (dossier: 4,000)"})
-    n_val: int = field(default=8, metadata={"help": "validation sequences for early stopping (ours)"})
+    n_val: int = field(default=32, metadata={"help": "validation sequences for early stopping (ours)"})
     n_test: int = field(default=6, metadata={"help": "test streams (dossier: 200)"})
     train_len: int = field(default=8, metadata={"help": "frames per training sequence (dossier: 8)"})
     test_len: int = field(default=24, metadata={"help": "frames per test stream, 'long' (dossier: 48)"})
@@ -41,10 +41,9 @@ class Cfg:
     batch: int = field(
         default=4, metadata={"help": "sequences per step (dossier: 8; ours 4 for more steps in the budget)"}
     )
-    max_steps: int = field(default=2000, metadata={"help": "step cap; early stopping decides (ours)"})
+    max_steps: int = field(default=1500, metadata={"help": "safety net only; early stopping decides (ours)"})
     eval_every: int = field(default=50, metadata={"help": "steps between validation evaluations (ours)"})
-    patience: int = field(default=3, metadata={"help": "evaluations without improvement before stopping (ours)"})
-    max_seconds: float = field(default=35.0, metadata={"help": "safety cap per training (time budget; ours)"})
+    patience: int = field(default=4, metadata={"help": "evaluations without improvement before stopping (ours)"})
 
     def __post_init__(self):
         if not self.seeds:
@@ -72,7 +71,6 @@ CONFIGS = {
         max_steps=4,
         eval_every=2,
         patience=1,
-        max_seconds=20.0,
     ),
     "quick": Cfg(),
     "full": Cfg(
@@ -85,11 +83,10 @@ CONFIGS = {
         max_steps=20000,
         eval_every=200,
         patience=6,
-        max_seconds=3600.0,
     ),
 }
-VERSION = 2
-EXPECTED_SECONDS = {"smoke": 20, "quick": 430, "full": 20000}  # quick: measured on the busy 2-core machine
+VERSION = 3
+EXPECTED_SECONDS = {"smoke": 20, "quick": 2500, "full": 20000}  # quick: 2,506 s wall measured (VERSION 3, busy machine)
 ACCEPTS_MODEL = False
 MODEL_NOTE = "the method takes a released WinT3R-style state_dict only through `iclr26.vision.wint3r.WinT3R` (tiny)"
 
@@ -164,5 +161,5 @@ for _a in ARMS:
     METRICS[f"delta1_{_a}"] = f"arm {_a}: video depth δ < 1.25"
     METRICS[f"fps_{_a}"] = f"arm {_a}: measured online frames per second (stream, batch 1, one thread, best of 3)"
     METRICS[f"steps_{_a}"] = f"arm {_a}: training steps until early stopping"
-    METRICS[f"early_{_a}"] = f"arm {_a}: 1 if training stopped by patience (converged), 0 if a cap stopped it"
+    METRICS[f"early_{_a}"] = f"arm {_a}: 1 if patience ended training (converged), 0 if the safety-net step cap did"
     METRICS[f"val_{_a}"] = f"arm {_a}: best validation loss"

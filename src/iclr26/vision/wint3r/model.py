@@ -15,6 +15,7 @@ Training runs a whole sequence at once; since the camera head's mask is block-ca
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import torch
@@ -29,6 +30,11 @@ class WinT3RConfig:
     img_h: int = field(default=24, metadata={"help": "image height (paper 512-wide images; ours 24x32)"})
     img_w: int = field(default=32, metadata={"help": "image width"})
     patch: int = field(default=8, metadata={"help": "patch size (paper 16; ours 8 -> 3x4 tokens per frame)"})
+    pos_embed: str = field(
+        default="rope",
+        metadata={"help": "'rope': 2-D RoPE (base 100) in every encoder/decoder attention, camera token at (0, 0) "
+                          "and patches at +1 (official CroCo/CUT3R); 'learned': learned absolute patch positions"},
+    )
     dim: int = field(default=48, metadata={"help": "token width (paper enc 1024 / dec 768; ours)"})
     heads: int = field(default=4, metadata={"help": "attention heads (paper 16 / 12; ours)"})
     enc_depth: int = field(default=2, metadata={"help": "encoder blocks (paper ViT-L, 24; ours)"})
@@ -50,6 +56,11 @@ class WinT3RConfig:
                      "stride", "cam_depth", "cam_iters"):  # fmt: skip
             if getattr(self, name) < 1:
                 raise ValueError(f"WinT3RConfig.{name} must be >= 1, got {getattr(self, name)!r}")
+        if self.pos_embed not in ("rope", "learned"):
+            raise ValueError(f"WinT3RConfig.pos_embed must be 'rope' or 'learned', got {self.pos_embed!r}")
+        if self.pos_embed == "rope" and (self.dim // max(self.heads, 1)) % 4:
+            raise ValueError(f"WinT3RConfig: 2-D RoPE needs a head width (dim / heads) divisible by 4, got "
+                             f"{self.dim} / {self.heads}")  # fmt: skip
         if self.img_h % self.patch or self.img_w % self.patch:
             raise ValueError(f"WinT3RConfig: image {self.img_h}x{self.img_w} must be a multiple of patch {self.patch}")
         if self.dim % self.heads:
@@ -60,6 +71,26 @@ class WinT3RConfig:
             raise ValueError("WinT3RConfig: gamma in (0, 1], alpha >= 0 and cam_weight >= 0 are required")
 
 
+def rope2d(t: torch.Tensor, pos: torch.Tensor, base: float = 100.0) -> torch.Tensor:
+    """2-D rotary position embedding (CroCo's RoPE2D, base 100): the first half of each head's channels is rotated by
+    the y position, the second half by the x position. t (B, H, N, D), pos (N, 2) integer (y, x)."""
+    d = t.shape[-1] // 2
+    inv = 1.0 / base ** (torch.arange(0, d, 2, dtype=t.dtype) / d)
+    out = []
+    for k, half in enumerate(t.chunk(2, -1)):
+        f = pos[:, k, None].to(t.dtype) * inv
+        f = torch.cat([f, f], -1)
+        x1, x2 = half.chunk(2, -1)
+        out.append(half * f.cos() + torch.cat([-x2, x1], -1) * f.sin())
+    return torch.cat(out, -1)
+
+
+def grid_positions(rows: int, cols: int, n: int | None = None, offset: int = 0) -> torch.Tensor:
+    """(n, 2) integer (y, x) positions of the first n cells of a rows x cols grid, plus `offset`."""
+    yx = torch.stack(torch.meshgrid(torch.arange(rows), torch.arange(cols), indexing="ij"), -1).reshape(-1, 2)
+    return yx[: rows * cols if n is None else n] + offset
+
+
 class Attn(nn.Module):
     """Pre-norm multi-head attention (self when `mem` is None, else cross) with a boolean mask (True = attend)."""
 
@@ -68,12 +99,15 @@ class Attn(nn.Module):
         self.h, self.norm, self.norm_m = heads, nn.LayerNorm(dim), nn.LayerNorm(dim)
         self.q, self.kv, self.out = nn.Linear(dim, dim), nn.Linear(dim, 2 * dim), nn.Linear(dim, dim)
 
-    def forward(self, x, mem=None, mask=None):
+    def forward(self, x, mem=None, mask=None, pos=None, mem_pos=None):
+        """`pos` / `mem_pos`: (N, 2) RoPE positions of the queries / keys (None: no RoPE)."""
         b, n, c = x.shape
         xn = self.norm(x)
         m = xn if mem is None else self.norm_m(mem)
         q = self.q(xn).view(b, n, self.h, -1).transpose(1, 2)
         k, v = self.kv(m).view(b, m.shape[1], 2, self.h, -1).permute(2, 0, 3, 1, 4)
+        if pos is not None:
+            q, k = rope2d(q, pos), rope2d(k, pos if mem is None else mem_pos)
         y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
         return x + self.out(y.transpose(1, 2).reshape(b, n, c))
 
@@ -125,7 +159,13 @@ class WinT3R(nn.Module):
         d, p = c.dim, c.patch
         self.n_patch = (c.img_h // p) * (c.img_w // p)
         self.patch_embed = nn.Conv2d(3, d, p, p)
-        self.pos = nn.Parameter(torch.randn(1, self.n_patch, d) * 0.02)
+        hp, wp = c.img_h // p, c.img_w // p
+        self.pos = nn.Parameter(torch.randn(1, self.n_patch, d) * 0.02) if c.pos_embed == "learned" else None
+        rope = c.pos_embed == "rope"  # positions: patches (y, x); in the decoder camera token (0, 0), patches + 1
+        side = int(math.ceil(math.sqrt(c.state_size)))  # state tokens on a 2-D grid (official)
+        self.rope_pos = {"enc": grid_positions(hp, wp), "state": grid_positions(side, side, c.state_size),
+                         "frame": torch.cat([torch.zeros(1, 2, dtype=torch.long), grid_positions(hp, wp, offset=1)])
+                         } if rope else None  # fmt: skip
         self.enc = nn.ModuleList([nn.ModuleList([Attn(d, c.heads), MLP(d)]) for _ in range(c.enc_depth)])
         self.enc_norm, self.dec_embed = nn.LayerNorm(d), nn.Linear(d, d)
         self.cam_token = nn.Parameter(torch.randn(1, 1, 1, d) * 1e-6)  # code: N(0, 1e-6) init
@@ -151,9 +191,11 @@ class WinT3R(nn.Module):
     def encode(self, frames: torch.Tensor) -> torch.Tensor:
         """(B, T, 3, H, W) -> (B, T, P, C): Eq. 1, each frame on its own (cacheable in streaming)."""
         b, t = frames.shape[:2]
-        x = self.patch_embed(frames.flatten(0, 1)).flatten(2).transpose(1, 2) + self.pos
+        x = self.patch_embed(frames.flatten(0, 1)).flatten(2).transpose(1, 2)
+        x = x + self.pos if self.pos is not None else x
+        pos = self.rope_pos["enc"] if self.rope_pos else None
         for attn, mlp in self.enc:
-            x = mlp(attn(x))
+            x = mlp(attn(x, pos=pos))
         return self.dec_embed(self.enc_norm(x)).view(b, t, self.n_patch, -1)
 
     def decode_window(self, state: torch.Tensor, feats: torch.Tensor):
@@ -165,12 +207,15 @@ class WinT3R(nn.Module):
         frame_blk = torch.arange(w).repeat_interleave(n + 1)
         frame_mask = frame_blk[:, None] == frame_blk[None, :]  # attention inside each frame (local stream)
         x = x.reshape(b, w * (n + 1), d)
+        rp = self.rope_pos
+        sp, xp = (rp["state"], rp["frame"].repeat(w, 1)) if rp else (None, None)
         for (s_self, s_cross, s_mlp), (x_cross, w_attn, w_mlp, f_attn, f_mlp) in zip(
             self.state_blocks, self.img_blocks
         ):
-            new_state = s_mlp(s_cross(s_self(state), mem=x))  # state branch on the previous layer's outputs
-            win = w_mlp(w_attn(x_cross(x, mem=state)))  # the state, then all tokens of the window
-            x = f_mlp(f_attn(win, mask=frame_mask))  # then attention inside each frame
+            # state branch on the previous layer's outputs
+            new_state = s_mlp(s_cross(s_self(state, pos=sp), mem=x, pos=sp, mem_pos=xp))
+            win = w_mlp(w_attn(x_cross(x, mem=state, pos=xp, mem_pos=sp), pos=xp))  # the state, then the window
+            x = f_mlp(f_attn(win, mask=frame_mask, pos=xp))  # then attention inside each frame
             state = new_state
         shape = (b, w, n + 1, d)
         return self.state_norm(state), win.reshape(shape), self.dec_norm(x).reshape(shape)
