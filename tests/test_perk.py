@@ -245,3 +245,29 @@ def test_shared_loop_keeps_the_best_state_and_stops_on_patience():
     assert hist["best_step"] == 4 and hist["val_step"] == [2, 4, 6, 8, 10]  # stopped after 3 bad evaluations
     assert float(w) == pytest.approx(seen[1])  # restored to the weights scored 0.5, not the last ones
     assert seen[-1] > seen[1]  # training did move on after the best step
+
+
+def test_exact_bounds_solve_the_binomial_tail_equations():
+    """The testbed's Clopper-Pearson bounds: P(Bin(n, lo) >= k) = alpha and P(Bin(n, hi) <= k) = alpha; k = n gives
+    lo = alpha^(1/n) (a saturated seed still bounds its accuracy), k = 0 gives lo = 0 and hi = 1 - alpha^(1/n)."""
+    from scipy.stats import binom
+
+    from iclr26.papers.perk.experiment import exact_bounds
+
+    for k, n in ((20, 32), (1, 8), (31, 32)):
+        lo, hi = exact_bounds([True] * k + [False] * (n - k))
+        assert binom.sf(k - 1, n, lo) == pytest.approx(0.05) and binom.cdf(k, n, hi) == pytest.approx(0.05)
+        assert lo < k / n < hi
+    assert exact_bounds([True] * 32) == (pytest.approx(0.05 ** (1 / 32)), 1.0)
+    assert exact_bounds([False] * 32) == (0.0, pytest.approx(1 - 0.05 ** (1 / 32)))
+
+
+def test_shared_loop_does_not_stop_before_min_steps():
+    """Early stopping may fire only from `min_steps` on: a learner stuck on a plateau keeps training until then."""
+    from iclr26.latent.perk.loop import fit
+
+    w = torch.nn.Parameter(torch.zeros(1))
+    opt = torch.optim.SGD([w], lr=0.1)
+    hist = fit([w], opt, lambda ex: -w.sum(), lambda step: [None], steps=50, warmup=0.0, max_grad_norm=10.0,
+               validate=lambda: 0.0, eval_every=2, patience=2, progress=False, min_steps=20)  # fmt: skip
+    assert hist["best_step"] == 2 and hist["val_step"][-1] == 20  # flat validation: stops at min_steps, not at 6

@@ -69,10 +69,12 @@ class FTICR:
         eval_every: int = 50,
         patience: int = 4,
         progress: bool = True,
+        min_steps: int = 0,
     ) -> dict:
-        """AdamW with warm-up and cosine decay; early stopping on ``validate`` (higher is better), best state kept."""
+        """AdamW with warm-up and cosine decay; early stopping on ``validate`` (higher is better), best state kept,
+        not before ``min_steps``."""
         c = self.cfg
         params = [p for p in self.model.parameters() if p.requires_grad]
         opt = torch.optim.AdamW(params, lr=c.lr, weight_decay=c.weight_decay, betas=(0.9, 0.95))
         return fit(params, opt, self.loss, sample, steps, c.warmup, c.max_grad_norm, validate, eval_every, patience,
-                   progress, desc="FT-ICR")  # fmt: skip
+                   progress, desc="FT-ICR", min_steps=min_steps)  # fmt: skip

@@ -26,10 +26,12 @@ def fit(
     patience: int = 4,
     progress: bool = True,
     desc: str = "train",
+    min_steps: int = 0,
 ) -> dict:
     """``steps`` steps of ``opt`` on the mean of ``loss_fn(example)`` over ``sample(step)``; every ``eval_every`` steps
     ``validate()`` (higher is better): the best state of ``params`` is kept and restored, training stops after
-    ``patience`` evaluations without improvement. Returns the history (loss, val, val_step, best_step, seconds)."""
+    ``patience`` evaluations without improvement, but never before ``min_steps`` steps (a learner on a plateau must be
+    given the time to leave it). Returns the history (loss, val, val_step, best_step, seconds)."""
     params = list(params)
     sched = get_cosine_schedule_with_warmup(opt, max(1, int(warmup * steps)), steps)  # linear warm-up, cosine
     hist = {"loss": [], "val": [], "val_step": [], "best_step": 0, "seconds": 0.0}
@@ -57,7 +59,7 @@ def fit(
                 best_state = [p.detach().clone() for p in params]
             else:
                 bad += 1
-                if bad >= patience:
+                if bad >= patience and step + 1 >= min_steps:
                     break
     if best_state is not None:
         with torch.no_grad():

@@ -198,11 +198,13 @@ class PERK:
         eval_every: int = 50,
         patience: int = 4,
         progress: bool = True,
+        min_steps: int = 0,
     ) -> dict:
         """Outer loop: AdamW on (phi_0, log alpha), linear warm-up then cosine decay; ``sample(step)`` gives the batch.
 
         With ``validate`` (higher is better) the state with the best validation score is kept and training stops
-        after ``patience`` evaluations without improvement (early stopping). Returns the history.
+        after ``patience`` evaluations without improvement (early stopping), not before ``min_steps``. Returns the
+        history.
         """
         c = self.cfg
         opt = torch.optim.AdamW(
@@ -211,4 +213,4 @@ class PERK:
             lr=c.outer_lr, betas=c.outer_betas,
         )  # fmt: skip
         return fit(self.meta_parameters(), opt, self.outer_loss, sample, steps, c.warmup, c.max_grad_norm, validate,
-                   eval_every, patience, progress, desc="PERK meta-train")  # fmt: skip
+                   eval_every, patience, progress, desc="PERK meta-train", min_steps=min_steps)  # fmt: skip
