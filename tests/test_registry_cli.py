@@ -25,7 +25,7 @@ def test_unknown_slug_suggests_close_matches():
 def test_cli_list_shows_38(capsys, tmp_path):
     assert main(["list", "--runs", str(tmp_path)]) == 0
     out = capsys.readouterr().out
-    assert "38 papers" in out and "dispersion" in out and "not yet" in out
+    assert "38 papers; 38 with a reproduction" in out and "dispersion" in out and "gf-screen" in out
 
 
 def test_cli_list_shows_the_scale_of_each_status(capsys, fake_paper, tmp_path):

@@ -64,6 +64,12 @@ class TrainConfig:
     hard_quantile: float = field(
         default=0.9, metadata={"help": "hard background = gradient magnitude above this quantile of the body (ours)"}
     )
+    uniform_neg: float = field(
+        default=0.0,
+        metadata={"help": "share of the other (not hard-negative) volume draws whose background crop centres are "
+                  "uniform over the whole volume, air included, like the paper's random crops of healthy CTs "
+                  "(code: 0, centres inside the body; ours, so that a Glance sees every kind of window it scores)"},
+    )  # fmt: skip
 
     def fg_weight_at(self, progress: float) -> float:
         """The lesion-class CE weight at training progress ∈ [0, 1] (geometric anneal, or constant)."""
@@ -85,6 +91,8 @@ class TrainConfig:
             )
         if not 0 <= self.dice_start <= 1:
             raise ValueError(f"TrainConfig.dice_start must lie in [0, 1], got {self.dice_start!r}")
+        if not 0 <= self.uniform_neg <= 1:
+            raise ValueError(f"TrainConfig.uniform_neg must lie in [0, 1], got {self.uniform_neg!r}")
         if not 0 <= self.hard_neg <= 1 or not 0 < self.hard_quantile < 1:
             raise ValueError(f"TrainConfig: hard_neg in [0, 1] and hard_quantile in (0, 1), got {self.hard_neg!r}, "
                              f"{self.hard_quantile!r}")  # fmt: skip
@@ -157,6 +165,9 @@ class CropSampler:
             fg, bg = self.idx[i]
             if self.hard is not None and len(self.hard[i]) and self.rng.random() < self.cfg.hard_neg:
                 bg = self.hard[i]  # hard-negative draw: background crops centred on strong edges
+            elif self.cfg.uniform_neg > 0 and self.rng.random() < self.cfg.uniform_neg:
+                # random-crop draw: background centres anywhere in the volume, air included
+                bg = np.flatnonzero(np.asarray(self.labels[i]).ravel() == 0)
             with warnings.catch_warnings():  # lesion-free volumes: MONAI warns and samples background only
                 warnings.simplefilter("ignore")
                 outs = self.tf({"image": self.images[i], "label": self.labels[i], "fg": fg, "bg": bg})
@@ -202,6 +213,39 @@ def focus_loss(cfg: TrainConfig, progress: float = 0.0):
     return loss
 
 
+def prepare_glance(spec: GlanceSpec, cfg: TrainConfig) -> None:
+    """Give a Glance model its AdamW optimiser (constant lr, as the code's Glance optimiser) and, for GRL, the frozen
+    reference policy π_old."""
+    spec.opt = torch.optim.AdamW(spec.model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+    if spec.grl is not None:
+        spec.ref = copy.deepcopy(spec.model).eval().requires_grad_(False)
+
+
+def glance_update(spec: GlanceSpec, crops, has, seg, labs, rewards: dict, refresh_now: bool = False) -> float:
+    """One optimiser step of one Glance model on a group: L_GRL + α·L_CE (GF-Screen) or the balanced CE alone
+    (``spec.grl is None``). ``rewards`` caches the group's rewards by name (the Dice reward is computed on first use);
+    ``refresh_now`` copies π_θ into π_old after the step (once per epoch in the code)."""
+    spec.model.train()
+    logits = spec.model(crops)
+    ce = balanced_glance_ce(logits, has)
+    if spec.grl is None:
+        total = ce
+    else:
+        if spec.grl.reward not in rewards:
+            rewards[spec.grl.reward] = dice_reward(seg, labs)
+        with torch.no_grad():
+            old = spec.ref(crops)
+        l_grl, _ = grl_loss(logits, old, rewards[spec.grl.reward], spec.grl)
+        total = l_grl + spec.grl.ce_weight * ce  # L_GRL + α·L_CE
+    spec.opt.zero_grad()
+    total.backward()
+    spec.opt.step()
+    spec.history.append(float(total.detach()))
+    if spec.ref is not None and refresh_now:  # π_old ← π_θ once per epoch
+        spec.ref.load_state_dict(spec.model.state_dict())
+    return float(total.detach())
+
+
 def train_glance_focus(
     images: np.ndarray,
     labels: np.ndarray,
@@ -224,9 +268,7 @@ def train_glance_focus(
     opt_f = torch.optim.AdamW(focus.parameters(), lr=cfg.focus_lr or cfg.lr, weight_decay=cfg.weight_decay)
     sched = WarmupCosineSchedule(opt_f, int(cfg.warmup_epochs * steps_per_epoch), cfg.steps)  # Focus only, as code
     for spec in glances.values():
-        spec.opt = torch.optim.AdamW(spec.model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
-        if spec.grl is not None:
-            spec.ref = copy.deepcopy(spec.model).eval().requires_grad_(False)
+        prepare_glance(spec, cfg)
     refresh = max(1, int(round(cfg.refresh_epochs * steps_per_epoch)))
     hist: dict[str, list] = {"seg_loss": [], "reward": []}
     it = range(cfg.steps)
@@ -255,24 +297,7 @@ def train_glance_focus(
         rewards = {"detect": detection_reward(seg, labs)}
         hist["reward"].append(float(rewards["detect"].mean()))
         for spec in glances.values():
-            spec.model.train()
-            logits = spec.model(crops)
-            ce = balanced_glance_ce(logits, has)
-            if spec.grl is None:
-                total = ce
-            else:
-                if spec.grl.reward not in rewards:
-                    rewards[spec.grl.reward] = dice_reward(seg, labs)
-                with torch.no_grad():
-                    old = spec.ref(crops)
-                l_grl, _ = grl_loss(logits, old, rewards[spec.grl.reward], spec.grl)
-                total = l_grl + spec.grl.ce_weight * ce  # L_GRL + α·L_CE
-            spec.opt.zero_grad()
-            total.backward()
-            spec.opt.step()
-            spec.history.append(float(total.detach()))
-            if spec.ref is not None and (step + 1) % refresh == 0:  # π_old ← π_θ once per epoch
-                spec.ref.load_state_dict(spec.model.state_dict())
+            glance_update(spec, crops, has, seg, labs, rewards, refresh_now=(step + 1) % refresh == 0)
     focus.eval()
     for spec in glances.values():
         spec.model.eval()
