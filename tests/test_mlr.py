@@ -41,9 +41,9 @@ def _model(tok, seed=0):
 
 
 def test_world_answers_are_correct_by_construction():
-    w = ModProgWorld(3, p=11)
+    w = ModProgWorld(3, p=11, operations="listed")
     probs = w.problems(200, range(3, 13), "t")
-    assert probs == ModProgWorld(3, p=11).problems(200, range(3, 13), "t")  # deterministic from the seed
+    assert probs == ModProgWorld(3, 11, operations="listed").problems(200, range(3, 13), "t")  # deterministic
     for pr, steps in zip(probs, w.traces(probs), strict=True):
         words = pr.prompt.split()
         assert words[0] == "start" and words[2] == "from" and words[-1] == "go"
@@ -62,6 +62,50 @@ def test_world_answers_are_correct_by_construction():
         assert pr.answer == v
         assert parse_answer(trace_text(steps)) == v  # the clean teacher's trace ends at the answer
         assert [d.split()[0] for d, _, _ in steps[:-1]] == labels  # planning = the next label each time
+
+
+def test_library_world_lists_labels_only_and_each_label_keeps_its_operation():
+    w = ModProgWorld(2, p=7)
+    probs = w.problems(300, range(3, 13), "t")
+    assert ModProgWorld(5, p=7).library == w.library != ModProgWorld(2, p=7, library_seed=1).library  # world knowledge
+    for pr, steps in zip(probs, w.traces(probs), strict=True):
+        words = pr.prompt.split()
+        labels = words[5:-1]  # `start v from x ops <labels> go`: no operation in the prompt
+        assert sorted(labels) == [lab for lab, _, _ in pr.ordered] and all(lab in LETTERS for lab in labels)
+        v = int(words[1])
+        for lab in sorted(labels):  # independent evaluation with the world's library
+            k, a = w.library[lab]
+            v = {"add": (v + a) % 7, "rsub": (a - v) % 7, "mul": (v * a) % 7}[k]
+        assert pr.answer == v and parse_answer(trace_text(steps)) == v
+        assert [d for d, _, _ in steps[:-1]] == sorted(labels)  # the descriptor is the next label alone
+
+
+def test_a_random_valid_plan_fails_where_the_gold_plan_succeeds():
+    """The planning control: an exact executor (the world's library) given the gold order of the labels is always
+    right; given a random order of the same labels (a planner that picks a random valid label) it mostly is not."""
+    from iclr26.papers.mlr import Cfg
+    from iclr26.papers.mlr.experiment import Bench
+
+    bench = Bench(Cfg(n_traces=10, n_val=2, n_test=60, test_horizons=(3, 8)), 0)
+
+    class Exact:  # executes every pending label exactly
+        def execute(self, trajs):
+            for t in trajs:
+                if t.done or t.pending is None:
+                    continue
+                if t.pending == "done":
+                    v = int(t.steps[-1][1].split()[-1]) if t.steps else int(t.prompt.split()[1])
+                    t.steps.append(("done", f"result {v}"))
+                    t.done = True
+                else:
+                    v = int(t.steps[-1][1].split()[-1]) if t.steps else int(t.prompt.split()[1])
+                    k, a = bench.world.library[t.pending]
+                    t.steps.append((t.pending, f"{v} {k}{a} = {apply(k, v, a, 5)}"))
+                t.pending = None
+
+    for k, ps in bench.test.items():
+        assert bench.planned_accuracy(Exact(), ps, "gold") == 1.0
+        assert bench.planned_accuracy(Exact(), ps, "random") < (0.6 if k == 3 else 0.35)
 
 
 def test_teacher_slips_break_answers_at_the_stated_rates():
@@ -115,7 +159,13 @@ def test_tuning_rule_extends_past_edges_and_is_cached(tmp_path, monkeypatch):
     from iclr26.papers.mlr import CONFIGS
     from iclr26.papers.mlr.tuning import cache_path, tuned_lrs, with_lrs
 
-    best = {"sft_lr": 2.4e-2, "planner_lr": 6e-3, "dpo_lr": 1.25e-4, "grpo_lr": 1.25e-4}  # sft and dpo past an edge
+    best = {
+        "sft_lr": 6e-3,
+        "small_lr": 3e-3,
+        "planner_lr": 6e-3,
+        "dpo_lr": 3.125e-5,
+        "grpo_lr": 1.25e-4,
+    }  # sft, dpo: edges
     calls, seen = [], {}
 
     def stage(name):
@@ -137,11 +187,17 @@ def test_tuning_rule_extends_past_edges_and_is_cached(tmp_path, monkeypatch):
     lrs = tuned_lrs(cfg, Ctx(), {k: stage(k) for k in best})
     assert {k: lrs[k] for k in best} == pytest.approx(best)
     assert not any(lrs[f"{k}_at_edge"] for k in best)
-    assert set(lrs["sft_lr_scores"]) == {"0.0015", "0.003", "0.006", "0.012", "0.024", "0.048"}
-    assert seen["dpo_lr"][0] == {"sft_lr": "sft_lr@0.024", "planner_lr": "planner_lr@0.006"}  # tuned earlier stages
-    assert seen["grpo_lr"][1]["sft_lr"] == pytest.approx(2.4e-2)
+    assert set(lrs["sft_lr_scores"]) == {"0.000375", "0.00075", "0.0015", "0.003", "0.006", "0.012"}
+    assert set(lrs["dpo_lr_scores"]) == {"1.5625e-05", "3.125e-05", "6.25e-05", "0.000125", "0.00025", "0.0005"}
+    assert seen["dpo_lr"][0] == {
+        "sft_lr": "sft_lr@0.006",
+        "small_lr": "small_lr@0.003",
+        "planner_lr": "planner_lr@0.006",
+    }
+    assert seen["planner_lr"][1]["small_lr"] == pytest.approx(3e-3)  # each stage starts from the tuned earlier ones
+    assert seen["grpo_lr"][1]["sft_lr"] == pytest.approx(6e-3)
     n = len(calls)
-    assert tuned_lrs(dataclasses.replace(cfg, seeds=(7,)), Ctx(), {k: stage(k) for k in best})["sft_lr"] == 2.4e-2
+    assert tuned_lrs(dataclasses.replace(cfg, seeds=(7,)), Ctx(), {k: stage(k) for k in best})["sft_lr"] == 6e-3
     assert len(calls) == n  # read from the cache: seeds do not enter the key
     assert cache_path(dataclasses.replace(cfg, n_traces=999), 4) != cache_path(cfg, 4)
     assert with_lrs(cfg, best).dpo_lr_planner == pytest.approx(cfg.dpo_planner_ratio * best["dpo_lr"])

@@ -1,12 +1,20 @@
-"""Multi-step modular-arithmetic programs with shuffled operations (the MLR testbed, `iclr26.papers.mlr`).
+"""Multi-step modular-arithmetic programs with labelled operations (the MLR testbed, `iclr26.papers.mlr`).
 
-A problem is a start value v0 in Z_p and K labelled operations ("d add3", "c mul2", "e rsub4" = 4 - v, ...)
-listed in a shuffled order; the labels are K consecutive letters of a 16-letter alphabet starting at a random letter,
-which the prompt names (`from c`, the ordering hint), and the program applies the operations in alphabetical order of
-their labels (so every letter occurs at training horizons <= 8 and a horizon of 12 needs no unseen label). Solving it
-is a two-level process, as in MLR's planner / executor split:
+A problem is a start value v0 in Z_p and K labelled operations ("d add3", "c mul2", "e rsub4" = 4 - v, ...); the
+labels are K consecutive letters of a 16-letter alphabet starting at a random letter, which the prompt names
+(`from c`, the ordering hint), listed in a shuffled (or sorted) order, and the program applies the operations in
+alphabetical order of their labels (so every letter occurs at training horizons <= 8 and a horizon of 12 needs no
+unseen label). Two ways to say what a label does (``operations``):
 
-- **planning**: choose the next operation: the one whose label follows the last one used (`plan c mul2`);
+- ``"library"`` (default): a fixed library (drawn from ``library_seed``, the same for every world seed) maps every
+  letter to one operation; the prompt lists the labels only (`start 4 from c ops e c d go`); the library is world
+  knowledge, like the arithmetic facts (the base model's pretraining states it: `c = mul3`);
+- ``"listed"``: every problem draws its own operations and the prompt lists them (`ops e add2 c mul2 d rsub4`), so
+  finding a label's operation is a look-up in the prompt.
+
+Solving it is a two-level process, as in MLR's planner / executor split:
+
+- **planning**: choose the next operation: the label that follows the last one used (`plan c`; listed: `plan c mul2`);
 - **execution**: apply it to the current value: `exec 4 mul2 = 3 end` (p = 5).
 
 A full trace is one step per operation and a final step `plan done exec result 3 end`. The answer is computed here
@@ -23,6 +31,7 @@ from dataclasses import dataclass
 
 LETTERS = tuple("abcdefghijklmnop")
 LISTINGS = ("shuffled", "ordered")  # how the prompt lists the operations (see ModProgWorld)
+OPERATIONS = ("library", "listed")  # what a label does: a fixed library of the world, or listed in each prompt
 OPS = ("add", "mul", "rsub")  # rsub a: v -> a - v (so most pairs of operations do not commute)
 PLAN, EXEC, END, DONE, RESULT = "plan", "exec", "end", "done", "result"
 
@@ -43,6 +52,7 @@ class Problem:
     start: int
     ops: tuple[tuple[str, str, int], ...]  # (label, kind, operand) in the shuffled order shown in the prompt
     p: int
+    listed: bool = True  # the prompt lists each label's operation (False: labels only; the world's library)
 
     @property
     def horizon(self) -> int:
@@ -55,7 +65,7 @@ class Problem:
 
     @property
     def prompt(self) -> str:
-        listed = " ".join(f"{lab} {k}{a}" for lab, k, a in self.ops)
+        listed = " ".join(f"{lab} {k}{a}" if self.listed else lab for lab, k, a in self.ops)
         return f"start {self.start} from {min(self.ops)[0]} ops {listed} go"
 
     @property
@@ -73,7 +83,7 @@ def step_texts(prob: Problem, order: list[tuple[str, str, int]], exec_slips: set
         w = apply(k, v, a, prob.p)
         if i in exec_slips:
             w = (w + 1) % prob.p  # an execution slip: off by one
-        steps.append((f"{lab} {k}{a}", f"{v} {k}{a} = {w}", str(w)))
+        steps.append((f"{lab} {k}{a}" if prob.listed else lab, f"{v} {k}{a} = {w}", str(w)))
         v = w
     steps.append((DONE, f"{RESULT} {v}", str(v)))
     return steps
@@ -104,12 +114,19 @@ def parse_answer(text: str) -> int | None:
 class ModProgWorld:
     """Problems of horizon K, traces of a slipping teacher and the vocabulary, all from ``seed``."""
 
-    def __init__(self, seed: int = 0, p: int = 5, listing: str = "shuffled"):
+    def __init__(self, seed: int = 0, p: int = 5, listing: str = "shuffled", operations: str = "library",
+                 library_seed: int = 0):  # fmt: skip
         if not 3 <= p <= 97:
             raise ValueError(f"ModProgWorld.p must be in [3, 97], got {p!r}")
         if listing not in LISTINGS:
             raise ValueError(f"ModProgWorld.listing must be one of {LISTINGS}, got {listing!r}")
-        self.seed, self.p, self.listing = seed, p, listing
+        if operations not in OPERATIONS:
+            raise ValueError(f"ModProgWorld.operations must be one of {OPERATIONS}, got {operations!r}")
+        self.seed, self.p, self.listing, self.operations = seed, p, listing, operations
+        rng = random.Random(f"library/{library_seed}")
+        kinds = [OPS[i % len(OPS)] for i in range(len(LETTERS))]  # every kind about equally often
+        rng.shuffle(kinds)
+        self.library = {lab: (k, rng.randrange(1, p)) for lab, k in zip(LETTERS, kinds)}  # label -> operation
 
     def problems(self, n: int, horizons, split: str) -> list[Problem]:
         """``n`` problems with horizons drawn uniformly from ``horizons``; ``split`` seeds a disjoint stream."""
@@ -125,7 +142,9 @@ class ModProgWorld:
             if self.listing == "ordered":
                 labels.sort()
             ops = tuple((lab, rng.choice(OPS), rng.randrange(1, self.p)) for lab in labels)
-            out.append(Problem(rng.randrange(self.p), ops, self.p))
+            if self.operations == "library":
+                ops = tuple((lab, *self.library[lab]) for lab, _, _ in ops)
+            out.append(Problem(rng.randrange(self.p), ops, self.p, self.operations == "listed"))
         return out
 
     def teacher_steps(self, prob: Problem, rng: random.Random, plan_slip: float, exec_slip: float):
@@ -143,10 +162,15 @@ class ModProgWorld:
         rng = random.Random(f"{self.seed}/{salt}")
         return [self.teacher_steps(pr, rng, plan_slip, exec_slip) for pr in problems]
 
-    def pretrain_examples(self, n_lookup: int = 3000, salt: str = "pretrain") -> list[tuple[str, str]]:
+    def pretrain_examples(self, n_lookup: int = 3000, salt: str = "pretrain", reps: int | None = None,
+                          n_chains: int = 0):  # fmt: skip
         """The base model's 'pretraining' (the analogue of a pretrained LLM): component skills only, as (question,
-        answer) pairs, no program and no trace: every arithmetic fact, the letter order, and look-ups of a labelled
-        operation in a shuffled list. Another ``salt`` draws other look-ups (a held-out set of the same skills)."""
+        answer) pairs, no program and no trace: every arithmetic fact (``reps`` times), the letter order and (library
+        world) the library's entries `c =` -> `mul3` (4 ``reps`` times each), and ``n_lookup`` look-ups of a labelled
+        operation in a shuffled list (the listed world's skill); ``n_chains`` execution chains of explicit operations
+        (`4` -> `mul3 = 2 end 2 add1 = 3 end ...`: computing step after step, no label, no plan) and as many letter runs
+        (`from c next` -> `d e f`: counting on), of 1-12 steps each. Another ``salt`` draws other look-ups, chains and
+        runs (a held-out set of the same skills)."""
         facts = [
             (f"{v} {k}{a} =", f"{apply(k, v, a, self.p)}") for k in OPS for v in range(self.p) for a in range(self.p)
         ]
@@ -158,8 +182,23 @@ class ModProgWorld:
             ops = [(lab, rng.choice(OPS), rng.randrange(1, self.p)) for lab in labs]
             q = rng.choice(ops)
             looks.append((f"ops {' '.join(f'{a} {b}{c}' for a, b, c in ops)} next {q[0]}", f"{q[1]}{q[2]}"))
-        reps = max(1, n_lookup // (8 * len(facts)))  # facts and the letter order: about a fifth of the examples
-        return facts * reps + order * (reps * 4) + looks
+        chains = []
+        for _ in range(n_chains):
+            v, steps = rng.randrange(self.p), []
+            for _ in range(rng.randint(1, 12)):
+                k, a = rng.choice(OPS), rng.randrange(1, self.p)
+                w = apply(k, v, a, self.p)
+                steps.append(f"{v} {k}{a} = {w} {END}")
+                v = w
+            s = rng.randrange(len(LETTERS) - 1)
+            run = LETTERS[s + 1 : s + 1 + rng.randint(1, 12)]
+            first, rest = " ".join(steps).split(" ", 1)
+            chains += [(first, rest), (f"from {LETTERS[s]} next", " ".join(run))]
+        if reps is None:  # facts and the letter order: about a fifth of the examples
+            reps = max(1, n_lookup // (8 * len(facts)))
+        if self.operations == "library":
+            order += [(f"{lab} =", f"{k}{a}") for lab, (k, a) in self.library.items()]
+        return facts * reps + order * (reps * 4) + looks + chains
 
     def vocabulary_texts(self) -> list[str]:
         ops = [f"{k}{a}" for k in OPS for a in range(self.p)]  # an operation is one token: kind and operand

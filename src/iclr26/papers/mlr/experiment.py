@@ -33,14 +33,15 @@ from iclr26.rlft.mlr import (
     masked_sft,
     set_trainable,
 )
-from iclr26.worlds.modprog import ModProgWorld, parse_answer
+from iclr26.worlds.modprog import ModProgWorld, parse_answer, step_texts
 
 from . import Cfg
 from .tuning import LR_FIELDS, tuned_lrs, with_lrs
 
-BASE_VERSION = 4  # bump when the world or the pretraining recipe changes (cached bases are retrained)
+BASE_VERSION = 6  # bump when the world or the pretraining recipe changes (cached bases are retrained)
 SFT_FIELDS = (
     "p",
+    "operations",
     "listing",
     "train_horizons",
     "n_traces",
@@ -51,7 +52,11 @@ SFT_FIELDS = (
     "d_model",
     "n_layers",
     "pretrain_epochs",
+    "pretrain_lookups",
+    "pretrain_reps",
+    "pretrain_chains",
     "sft_lr",
+    "small_lr",
     "lora_r",
     "max_epochs",
     "patience",
@@ -76,19 +81,23 @@ def _pretrained_base(cfg: Cfg, world: ModProgWorld, ctx):
     """The base model (component skills only), one for every seed like a pretrained LLM; trained once, cached. It
     trains until the held-out answer NLL of its skills stops improving (the same early-stopping rule as every SFT
     stage; cap ``pretrain_epochs``); its skill accuracies are stored beside it."""
-    key = json.dumps([BASE_VERSION, cfg.p, cfg.d_model, cfg.n_layers, cfg.pretrain_epochs, cfg.pretrain_lookups,
-                      cfg.patience, cfg.base_lr])  # fmt: skip
+    key = json.dumps([BASE_VERSION, cfg.operations, cfg.p, cfg.d_model, cfg.n_layers, cfg.pretrain_epochs,
+                      cfg.pretrain_lookups, cfg.pretrain_reps, cfg.pretrain_chains, cfg.patience,
+                      cfg.base_lr])  # fmt: skip
     d = cache_dir() / "mlr-base" / hashlib.sha1(key.encode()).hexdigest()[:12]
     tok = build_word_tokenizer(world.vocabulary_texts())
     with file_lock(d.with_suffix(".lock"), "the MLR base model", quiet=ctx.quiet):
         if not (d / "config.json").exists():
             model = tiny_model("llama", seed=0, vocab_size=len(tok), d_model=cfg.d_model, n_layers=cfg.n_layers,
                                n_heads=4, max_len=512)  # fmt: skip
-            exs = [[(q, False), (" " + a, True)] for q, a in world.pretrain_examples(cfg.pretrain_lookups)]
-            held = world.pretrain_examples(min(400, cfg.pretrain_lookups), salt="pretrain-val")
-            looks = [e for e in held if e[0].startswith("ops")]
-            facts = [e for e in held if e[1].isdigit() and "=" in e[0]][: len(looks)]
-            enc = [encode_parts(tok, [(q, False), (" " + a, True)]) for q, a in looks + facts]
+            pre = world.pretrain_examples(cfg.pretrain_lookups, reps=cfg.pretrain_reps, n_chains=cfg.pretrain_chains)
+            exs = [[(q, False), (" " + a, True)] for q, a in pre]
+            held = world.pretrain_examples(min(400, cfg.pretrain_lookups), salt="pretrain-val", reps=1)
+            looks = [e for e in held if e[0].startswith("ops")]  # held-out look-ups (none in the library world)
+            facts = [e for e in held if e[1].isdigit() and "=" in e[0]][: len(looks) or None]
+            order = [e for e in held if not e[0].startswith("ops") and e not in facts]  # letter order, library
+            chains = world.pretrain_examples(0, salt="pretrain-val", reps=0, n_chains=min(100, cfg.pretrain_chains))
+            enc = [encode_parts(tok, [(q, False), (" " + a, True)]) for q, a in looks + facts + order + chains]
 
             @torch.no_grad()
             def score():  # minus the held-out answer NLL (look-ups unseen in training, all facts)
@@ -97,8 +106,10 @@ def _pretrained_base(cfg: Cfg, world: ModProgWorld, ctx):
 
             r = masked_sft(model, tok, exs, lr=cfg.base_lr, batch_size=64, max_epochs=cfg.pretrain_epochs,
                            evaluate=score, patience=cfg.patience, progress=not ctx.quiet)  # fmt: skip
-            skills = {"lookup_acc": skill_accuracy(model, tok, looks), "fact_acc": skill_accuracy(model, tok, facts),
-                      "epochs": r["epochs"], "val_nll": -r["best"]}  # fmt: skip
+            skills = {"fact_acc": skill_accuracy(model, tok, facts),
+                      "order_library_acc": skill_accuracy(model, tok, order),
+                      "lookup_acc": skill_accuracy(model, tok, looks) if looks else None, "epochs": r["epochs"],
+                      "val_nll": -r["best"]}  # fmt: skip
             model.save_pretrained(d)
             (d / "skills.json").write_text(json.dumps(skills))
             ctx.log(f"base: {skills}")
@@ -125,7 +136,7 @@ class Bench:
 
     def __init__(self, cfg: Cfg, seed: int):
         self.cfg, self.seed = cfg, seed
-        self.world = w = ModProgWorld(seed, cfg.p, cfg.listing)
+        self.world = w = ModProgWorld(seed, cfg.p, cfg.listing, cfg.operations)
         self.train = w.problems(cfg.n_traces, cfg.train_horizons, "train")
         self.traces = w.traces(self.train, cfg.plan_slip, cfg.exec_slip)
         self.val = w.problems(cfg.n_val, cfg.train_horizons, "val")
@@ -144,6 +155,11 @@ class Bench:
                          dpo_lr_planner=c.dpo_lr_planner, dpo_lr_executor=c.dpo_lr, dpo_epochs=c.dpo_epochs,
                          rounds=c.rounds, prefix_batch=c.prefix_batch,
                          max_prefix_batches=c.max_prefix_batches, **kw)  # fmt: skip
+
+    def epoch_cap(self, n: int) -> int:
+        """The SFT epoch cap for ``n`` traces: ``max_epochs`` at the full data, scaled to the same number of steps for
+        fewer traces (so that the 10 % stages are not stopped by the cap before their validation NLL stops falling)."""
+        return -(-self.cfg.max_epochs * self.cfg.n_traces // n)
 
     def trajs(self, n: int | None = None) -> list[Traj]:
         return [Traj(p.prompt, [(d, c) for d, c, _ in st]) for p, st in list(zip(self.train, self.traces))[:n]]
@@ -176,18 +192,35 @@ class Bench:
     def test_metrics(self, system: MLRSystem) -> dict[int, float]:
         return {k: self.accuracy(system, ps, salt=2 + k) for k, ps in self.test.items()}
 
+    def planned_accuracy(self, system: MLRSystem, problems, plan: str, salt: int = 0) -> float:
+        """Accuracy of ``system``'s executor when the plan is given: 'gold' (the labels in execution order) or
+        'random' (a random order of the problem's own labels: a planner that picks a random valid label)."""
+        torch.manual_seed(self.seed * 1000 + salt)
+        rng = random.Random(f"{self.seed}/{plan}/{salt}")
+        plans = []
+        for p in problems:
+            order = p.ordered if plan == "gold" else rng.sample(p.ordered, p.horizon)
+            plans.append([d for d, _, _ in step_texts(p, order)])
+        ts = [Traj(p.prompt) for p in problems]
+        for m in range(max(map(len, plans))):
+            for t, ds in zip(ts, plans, strict=True):
+                if not t.done:
+                    t.pending, t.stages = ds[m], m + 1
+            system.execute(ts)
+        return float(np.mean([self.verifier(t.prompt, final_text(t)) for t in ts]))
 
-def _single(bench: Bench, base, tok, n: int, ctx, name: str) -> MLRSystem:
-    """A single policy (no split) SFT'd on the first ``n`` traces, every trace token trained."""
+
+def _single(bench: Bench, base, tok, n: int, ctx, name: str, lr: float) -> MLRSystem:
+    """A single policy (no split) SFT'd on the first ``n`` traces at ``lr``, every trace token trained."""
     model = _copy(base)
     sys_ = MLRSystem(model, tok, bench.mcfg(), FMT, split=False)
     exs = [sys_.sft_parts(t, "single") for t in bench.trajs(n)]
     set_trainable(sys_, "executor")
-    r = masked_sft(model, tok, exs, lr=bench.cfg.sft_lr, batch_size=32, max_epochs=bench.cfg.max_epochs,
+    r = masked_sft(model, tok, exs, lr=lr, batch_size=32, max_epochs=bench.epoch_cap(n),
                    evaluate=bench.val_loss_fn(sys_, "single"), patience=bench.cfg.patience,
                    seed=bench.seed)  # fmt: skip
     sys_.val_nll = -r["best"]  # the stage's validation score (the tuning rule reads it)
-    ctx.log(f"seed {bench.seed}: {name}: SFT on {n} traces (lr {bench.cfg.sft_lr:g}), {r['epochs']} epochs, "
+    ctx.log(f"seed {bench.seed}: {name}: SFT on {n} traces (lr {lr:g}), {r['epochs']} epochs, "
             f"val NLL {-r['best']:.3f}, val acc {bench.val_fn(sys_)():.3f}")  # fmt: skip
     return sys_
 
@@ -200,7 +233,8 @@ def _two_level(bench: Bench, executor: MLRSystem, tok, ctx) -> MLRSystem:
     sys_ = MLRSystem(add_planner(_copy(executor.model), bench.mcfg()), tok, bench.mcfg(), FMT, split=True)
     set_trainable(sys_, "planner")
     r = masked_sft(sys_.model, tok, [sys_.sft_parts(t, "planner") for t in trajs], lr=cfg.planner_lr, batch_size=32,
-                   max_epochs=cfg.max_epochs, evaluate=bench.val_loss_fn(sys_, "planner"), patience=cfg.patience,
+                   max_epochs=bench.epoch_cap(len(trajs)), evaluate=bench.val_loss_fn(sys_, "planner"),
+                   patience=cfg.patience,
                    seed=bench.seed)  # fmt: skip
     for p in sys_.model.parameters():
         p.requires_grad = False
@@ -302,7 +336,6 @@ def _grpo(bench: Bench, sft: MLRSystem, ctx) -> MLRSystem:
 def tuning_stages(seed: int, ctx) -> dict:
     """The four trained stages as the tuning rule scores them (`tuning.tuned_lrs`): name -> (cfg, prev) -> (score,
     payload); each score is the stage's own validation stopping quantity (see `tuning`)."""
-    small: dict = {}
 
     def setup(cfg):
         bench = Bench(cfg, seed)
@@ -310,14 +343,17 @@ def tuning_stages(seed: int, ctx) -> dict:
 
     def sft(cfg, prev):
         bench, base, tok = setup(cfg)
-        s = _single(bench, base, tok, cfg.n_traces, ctx, "tuning sft_full")
+        s = _single(bench, base, tok, cfg.n_traces, ctx, "tuning sft_full", cfg.sft_lr)
+        return -s.val_nll, s
+
+    def small(cfg, prev):
+        bench, base, tok = setup(cfg)
+        s = _single(bench, base, tok, bench.n_small, ctx, "tuning sft_small", cfg.small_lr)
         return -s.val_nll, s
 
     def planner(cfg, prev):
         bench, base, tok = setup(cfg)
-        if cfg.sft_lr not in small:
-            small[cfg.sft_lr] = _single(bench, base, tok, bench.n_small, ctx, "tuning sft_small")
-        s = _two_level(bench, small[cfg.sft_lr], tok, ctx)
+        s = _two_level(bench, prev["small_lr"], tok, ctx)
         return -s.val_nll, s
 
     def dpo(cfg, prev):
@@ -329,7 +365,7 @@ def tuning_stages(seed: int, ctx) -> dict:
         bench, _, _ = setup(cfg)
         return _grpo(bench, prev["sft_lr"], ctx).val_trained, None
 
-    return {"sft_lr": sft, "planner_lr": planner, "dpo_lr": dpo, "grpo_lr": grpo}
+    return {"sft_lr": sft, "small_lr": small, "planner_lr": planner, "dpo_lr": dpo, "grpo_lr": grpo}
 
 
 def run(cfg: Cfg, seed: int, ctx) -> dict[str, float]:
@@ -362,13 +398,13 @@ def _run(cfg: Cfg, seed: int, ctx) -> dict[str, float]:
         systems[name] = fn()
         secs[name] = time.process_time() - t
 
-    def sft(name, n):
-        return _cached(cfg, seed, name, lambda: _single(bench, base, tok, n, ctx, name), single_empty, ctx)
+    def sft(name, n, lr):
+        return _cached(cfg, seed, name, lambda: _single(bench, base, tok, n, ctx, name, lr), single_empty, ctx)
 
-    timed("sft_full", lambda: sft("sft_full", cfg.n_traces))
+    timed("sft_full", lambda: sft("sft_full", cfg.n_traces, cfg.sft_lr))
     if "grpo" in cfg.arms:
         timed("grpo", lambda: _grpo(bench, systems["sft_full"], ctx))
-    timed("sft_small", lambda: sft("sft_small", bench.n_small))  # MLR's executor = the nosplit starting point
+    timed("sft_small", lambda: sft("sft_small", bench.n_small, cfg.small_lr))  # MLR's executor, the nosplit start
     build = lambda: _two_level(bench, systems["sft_small"], tok, ctx)  # noqa: E731
     timed("mlr_sft", lambda: _cached(cfg, seed, "mlr_sft", build, two_level_empty, ctx))
     secs["mlr_sft"] += secs["sft_small"]
@@ -387,6 +423,12 @@ def _run(cfg: Cfg, seed: int, ctx) -> dict[str, float]:
     m.update({k: getattr(cfg, k) for k in LR_FIELDS})
     m["acc_base_k3"] = bench.accuracy(single_empty(), bench.test[min(cfg.test_horizons)], salt=2)  # untrained control
     short = [k for k in cfg.test_horizons if k <= max(cfg.train_horizons)]
+    for arm in ("sft_full", "mlr_sft"):  # the testbed: the executor given the gold plan / a random valid plan
+        for plan in ("gold", "random"):
+            acc = {k: bench.planned_accuracy(systems[arm], bench.test[k], plan, salt=50 + k) for k in cfg.test_horizons}
+            m[f"acc_{plan}_{arm}"] = float(np.mean([acc[k] for k in short]))
+            m.update({f"acc_{plan}_{arm}_k{k}": a for k, a in acc.items()})
+            ctx.log(f"seed {seed}: {arm} executor, {plan} plan: " + " ".join(f"K{k} {a:.2f}" for k, a in acc.items()))
     lo, hi = min(cfg.test_horizons), max(cfg.test_horizons)
     for arm in cfg.arms:
         if arm not in systems:

@@ -4,12 +4,13 @@ Every trained stage gets its learning rate from `iclr26.probing.tuning.tune_on_g
 past any edge pick) on the validation split of the tuning seed's world (`TUNE_SEED`, not a reported seed), scored by
 the same validation quantity that stops that stage:
 
-1. SFT of the single policy on all traces (`sft_full`; also `sft_small`, MLR's backbone): minus the validation NLL;
-2. the planner LoRA's SFT on the 10 % traces, on the tuned backbone: minus the planner's validation NLL;
-3. MLR's Step-DPO (executor lr; the planner's is `dpo_planner_ratio` times it, the repository's 10:1) from the tuned
+1. SFT of the single policy on all traces (`sft_full`): minus the validation NLL;
+2. SFT of MLR's backbone on the 10 % traces (`sft_small`, also `mlr_nosplit`'s start): minus the validation NLL;
+3. the planner LoRA's SFT on the 10 % traces, on the tuned backbone: minus the planner's validation NLL;
+4. MLR's Step-DPO (executor lr; the planner's is `dpo_planner_ratio` times it, the repository's 10:1) from the tuned
    two-level SFT model: the best validation accuracy after a round of training (round 0 excluded, so that a
    learning rate is judged by what its training did);
-4. outcome-reward GRPO from the tuned `sft_full`: the best validation accuracy after training started.
+5. outcome-reward GRPO from the tuned `sft_full`: the best validation accuracy after training started.
 
 The values land in ``<cache>/zoo/mlr-lrs-<hash>.json`` with every grid score; every seed and arm then uses them (the
 Step-DPO ablations and control share MLR's lr: one change each).
@@ -29,8 +30,8 @@ from iclr26.probing.tuning import tune_on_grid
 from . import Cfg
 
 TUNE_SEED = 100  # world seed of the tuning data; the reproduction's seeds are 0-4
-LR_FIELDS = ("sft_lr", "planner_lr", "dpo_lr", "grpo_lr")
-GRIDS = {"sft_lr": "sft_lr_grid", "planner_lr": "planner_lr_grid", "dpo_lr": "dpo_lr_grid", "grpo_lr": "grpo_lr_grid"}
+LR_FIELDS = ("sft_lr", "small_lr", "planner_lr", "dpo_lr", "grpo_lr")
+GRIDS = {k: f"{k}_grid" for k in LR_FIELDS}
 NOT_KEYS = {"seeds", "arms", "n_test", "test_horizons", "tune", *LR_FIELDS, "dpo_lr_planner"}
 
 
@@ -54,8 +55,8 @@ def cache_path(cfg: Cfg, base_version: int):
 
 def tuned_lrs(cfg: Cfg, ctx, stages=None) -> dict:
     """The tuned learning rates of ``cfg`` (computed once, then read from the cache). ``stages`` (tests) replaces the
-    training functions: a dict name -> callable(cfg, prev) -> (score, payload) for 'sft_lr', 'planner_lr', 'dpo_lr',
-    'grpo_lr', where ``prev`` holds the payloads of the earlier stages' chosen values."""
+    training functions: a dict name -> callable(cfg, prev) -> (score, payload) for each of
+    `LR_FIELDS`, where ``prev`` holds the payloads of the earlier stages' chosen values."""
     from . import experiment as E
 
     def compute():
