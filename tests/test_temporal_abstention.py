@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import random
 
 import pytest
@@ -221,7 +222,10 @@ def test_smoke_run(tmp_path, monkeypatch):
         "rl-raises-tp",
         "sft-overconfident",
         "collapse",
+        "smollm2-testbed",
+        "smollm2-reward-rises",
     }
+    assert {c["id"]: c["verdict"] for c in res.verdicts}["smollm2-reward-rises"] == "not run"  # opt-in (real_steps)
 
 
 def test_kl_reference_is_the_policy_as_passed(tmp_path):
@@ -270,3 +274,161 @@ def test_clone_runs_its_own_weights_after_trl_patched_the_original(tmp_path):
         stale = torch.allclose(d(input_ids=ids).logits, before)
     # documents the pitfall where TRL patches `forward` (the reason for `clone`); not asserted across TRL versions
     print("deepcopy keeps the original forward:", stale)
+
+
+# --- the SmolLM2 check (opt-in `real_steps`): its scoring and metric wiring, on a micro model ----------------------
+def test_real_check_scores_by_hand(monkeypatch):
+    """`real.score`: format rate, EM, TP, over-abstention and reward of fixed completions, by hand."""
+    from iclr26.papers.temporal_abstention import real
+
+    items = [it for it in make_temporal_qa(40, unanswerable_frac=0.5, seed=3)]
+    ans = [it for it in items if it.kind != "unanswerable"][:2]
+    una = [it for it in items if it.kind == "unanswerable"][:2]
+    batch = ans + una
+    comps = [ans[0].rationale, _c(NO_ANSWER), una[0].rationale, ans[0].rationale[: -len("</answer>")]]
+    seen = {}
+
+    def fake_generate(model, tok, prompts, max_new_tokens, batch_size):
+        seen["prompts"], seen["cap"] = prompts, max_new_tokens
+        return comps
+
+    monkeypatch.setattr(real, "generate", fake_generate)
+    m, outs = real.score(None, None, batch)
+    assert outs == comps and seen["cap"] == real.MAX_COMPLETION
+    assert seen["prompts"][0][0]["role"] == "system" and seen["prompts"][0][1]["content"] == batch[0].prompt
+    assert m["format"] == pytest.approx(3 / 4)  # the last one is cut before </answer>
+    assert m["em"] == pytest.approx(2 / 4)  # a correct answer and a correct abstention (the last is unanswerable)
+    assert m["tp"] == pytest.approx(1 / 2) and m["over_abstention"] == pytest.approx(1 / 2)
+    assert m["reward"] == pytest.approx((2.5 + 0.5 + 1.5 + 0.0) / 4)
+
+
+def _chat_micro(tmp_path):
+    """A micro llama and the world's exact tokenizer with a plain chat template (the check's path needs one)."""
+    from iclr26.lm.tiny import tiny_model
+
+    tok = exact_word_tokenizer(vocabulary())
+    tok.chat_template = (
+        "{% for m in messages %}{{ m['content'] }}{% if m['role'] != 'assistant' %}\n{% endif %}{% endfor %}"
+    )
+    model = tiny_model("llama", vocab_size=len(tok), d_model=32, n_layers=1, n_heads=2, max_len=512)
+    model.config.pad_token_id = model.generation_config.pad_token_id = tok.pad_token_id
+    model.config.eos_token_id = model.generation_config.eos_token_id = tok.eos_token_id
+    model.generation_config.bos_token_id = None
+    return model, tok
+
+
+def test_real_check_metric_wiring(monkeypatch, tmp_path):
+    """`real_model_check` end to end on a micro model: every metric the SmolLM2 claims name is produced and
+    finite, the training curve has one reward per GRPO step, and the claims compute a verdict from it."""
+    import math
+
+    from iclr26.core.claims import verdict
+    from iclr26.lm import zoo
+    from iclr26.papers import temporal_abstention as card
+    from iclr26.papers.temporal_abstention import real
+
+    monkeypatch.setenv("ICLR26_CACHE", str(tmp_path / "cache"))  # the micro SFT adapter is cached here
+    monkeypatch.setattr(zoo, "load", lambda name: _chat_micro(tmp_path))
+    for name, value in {"N_EVAL": 4, "N_VAL": 2, "MAX_COMPLETION": 24, "SFT_MAX_STEPS": 2, "EVAL_EVERY": 1}.items():
+        monkeypatch.setattr(real, name, value)
+
+    class Ctx:
+        lines: list = []
+
+        def log(self, msg):
+            self.lines.append(msg)
+
+    ctx = Ctx()
+    out = real.real_model_check(2, seed=0, ctx=ctx)
+    claims = [c for c in card.CLAIMS if c.when == "real_steps"]
+    assert {c.id for c in claims} == {"smollm2-testbed", "smollm2-reward-rises"}
+    for name in {m for c in claims for m in c.metrics()}:
+        assert math.isfinite(out[name]), name
+    for k in ("real_reward_first", "real_reward_last", "real_format_first", "real_format_last", "real_target_fit"):
+        assert math.isfinite(out[k]) and k in card.METRICS, k
+    assert all(k in card.METRICS for k in out)
+    assert out["real_reward_gain"] == pytest.approx(out["real_grpo_reward"] - out["real_sft_reward"])
+    per_step = [ln for ln in ctx.lines if "rewards per step" in ln]
+    assert per_step and per_step[0].count(",") >= 1  # two steps logged
+    assert out["real_sft_steps"] in (1.0, 2.0)  # stopped by the format rule or at the cap
+    assert any("LoRA SFT step 1" in ln for ln in ctx.lines)  # the stopping rule was evaluated
+    for c in claims:  # computes (one seed: inconclusive), never a missing-metric error
+        assert verdict(c, [out]).verdict in ("inconclusive", "reproduced", "not reproduced")
+
+
+def test_short_rationale_keeps_layout_and_answer():
+    from iclr26.papers.temporal_abstention.real import short_rationale
+
+    for it in make_temporal_qa(100, unanswerable_frac=0.3, seed=4):
+        short = short_rationale(it.rationale)
+        assert AbstentionReward()([short], answer=[it.answer]) == AbstentionReward()([it.rationale], answer=[it.answer])
+        assert " no ." not in short and len(short) < len(it.rationale)
+        assert short.count(" yes ") == (it.answer != NO_ANSWER)  # the tenure that holds the target, if any
+
+
+def test_real_targets_fit_the_completion_cap_under_smollm2s_tokenizer():
+    """Every SFT target of the check (short rationale + end of turn) fits `MAX_COMPLETION` tokens of SmolLM2's
+    tokenizer (a truncated rollout has no </answer>, so no reward: the first version's cap of 96 cut 30 % of the
+    full rationales)."""
+    from transformers import AutoTokenizer
+
+    from iclr26.core.paths import cache_dir
+    from iclr26.papers.temporal_abstention import real
+
+    folder = cache_dir() / "models" / "smollm2-135m"
+    if (folder / "tokenizer.json").exists():
+        tok = AutoTokenizer.from_pretrained(folder)
+    elif os.environ.get("ICLR26_SLOW") == "1":  # from the GGUF file: ~13 s CPU
+        from iclr26.lm.loading import SMOLLM2_GGUF, smollm2_gguf_folder
+
+        tok = AutoTokenizer.from_pretrained(smollm2_gguf_folder(), gguf_file=SMOLLM2_GGUF)
+    else:
+        pytest.skip("SmolLM2 not converted yet (run it once, or set ICLR26_SLOW=1 to read the GGUF tokenizer)")
+    items = make_temporal_qa(500, unanswerable_frac=0.25, seed=11)
+    assert max(real.target_lengths(tok, items)) <= real.MAX_COMPLETION
+    full = [len(tok(it.rationale + "<|im_end|>", add_special_tokens=False)["input_ids"]) for it in items]
+    assert max(full) > 96  # why the first version (full rationales, cap 96) never earned a reward
+
+
+def test_cfg_real_only_switch():
+    from iclr26.papers.temporal_abstention import CLAIMS, Cfg
+
+    with pytest.raises(ValueError, match="nothing to run"):
+        Cfg(micro=False, real_steps=0)
+    with pytest.raises(ValueError, match="real_steps"):
+        Cfg(real_steps=-1)
+    real_only = Cfg(micro=False, real_steps=6)
+    assert {c.id for c in CLAIMS if c.applies(real_only)} == {"smollm2-testbed", "smollm2-reward-rises"}
+    assert not any(c.id.startswith("smollm2") for c in CLAIMS if c.applies(Cfg()))  # quick: opt-in, off
+
+
+def test_real_lora_grpo_trains_the_adapter_only(monkeypatch, tmp_path):
+    """`real.lora_grpo` continues the passed LoRA adapter: after one GRPO step with rewards that differ inside a
+    group, the adapter's weights moved and the base weights did not (a no-op stage would leave both unchanged)."""
+    from peft import get_peft_model
+
+    from iclr26.papers.temporal_abstention import real
+    from iclr26.rlft.abstention import AbstentionReward
+    from iclr26.worlds.abstention import make_temporal_qa
+
+    class LengthReward(AbstentionReward):  # rewards that vary inside every group: a non-zero advantage
+        @property
+        def reward_funcs(self):
+            return [lambda completions, **kw: [float(len(str(c))) for c in completions]]
+
+    base, tok = _chat_micro(tmp_path)
+    model = get_peft_model(base, real.lora_config())
+    torch.manual_seed(0)
+    for n, p in model.named_parameters():  # LoRA B starts at zero; give it a value so that A gets a gradient
+        if "lora_B" in n:
+            p.data.normal_(0, 0.02)
+    before = {n: p.detach().clone() for n, p in model.named_parameters()}
+    orig = real.abstention_grpo_trainer
+    monkeypatch.setattr(real, "abstention_grpo_trainer", lambda *a, **k: orig(*a, reward=LengthReward(), **k))
+    monkeypatch.setattr(real, "MAX_COMPLETION", 8)
+    trained, log = real.lora_grpo(model, tok, make_temporal_qa(2, seed=3), steps=1, seed=0, lr=1e-2)
+    after = dict(trained.named_parameters())
+    moved = [n for n in before if "lora_" in n and not torch.equal(before[n], after[n].detach())]
+    frozen_moved = [n for n in before if "lora_" not in n and not torch.equal(before[n], after[n].detach())]
+    assert moved and not frozen_moved
+    assert len(log) == 1

@@ -16,8 +16,9 @@ TRL's `GRPOTrainer` with (i) the abstention-aware reward on RL prompts at the na
 (ii) the EM-only reward without abstention bonus (control), (iii) the abstention-aware reward on 80 % unanswerable
 prompts (collapse ablation). Every policy is scored greedily on the same held-out test set (25 % unanswerable). The
 testbed is shown first: the programmatic teacher's rationales score EM 1 and the full reward; an untrained policy
-scores 0 (control). Optionally (`real_steps > 0`, first seed only) SmolLM2-135M-Instruct runs the same
-`GRPOTrainer` path with LoRA for a few steps and the reward curve is reported.
+scores 0 (control). Opt-in (`real_steps > 0`, every seed; `real.py`): SmolLM2-135M-Instruct runs the same TRL path
+with LoRA: a CoT-SFT stage whose held-out format rate must be high (the check's testbed; before SFT it is 0: control),
+then `real_steps` GRPO steps; the held-out greedy reward after GRPO is compared with the SFT policy's (paired).
 """
 
 from __future__ import annotations
@@ -67,7 +68,17 @@ class Cfg:
     # evaluation
     n_val: int = field(default=100, metadata={"help": "validation questions (25 % unanswerable) for SFT stopping"})
     n_test: int = field(default=240, metadata={"help": "test questions (25 % unanswerable)"})
-    real_steps: int = field(default=0, metadata={"help": "SmolLM2 LoRA GRPO steps on the first seed (0: off)"})
+    micro: bool = field(
+        default=True,
+        metadata={"help": "run the micro-policy arms and their claims (off: only the SmolLM2 check, real_steps > 0)"},
+    )
+    real_steps: int = field(
+        default=0,
+        metadata={
+            "help": "SmolLM2-135M LoRA check: GRPO steps after a LoRA CoT-SFT, on every seed (0: off; opt-in, "
+            "~10 min CPU per seed)"
+        },
+    )
 
     def __post_init__(self):
         for name in ("sft_unanswerable", "rl_unanswerable", "collapse_unanswerable"):
@@ -76,6 +87,10 @@ class Cfg:
         for name in ("n_sft", "n_rl", "grpo_steps", "n_val", "n_test", "base_steps", "sft_max_epochs"):
             if getattr(self, name) < 1:
                 raise ValueError(f"Cfg.{name} must be >= 1, got {getattr(self, name)!r}")
+        if not self.micro and not self.real_steps:
+            raise ValueError("nothing to run: Cfg.micro is off and Cfg.real_steps is 0")
+        if self.real_steps < 0:
+            raise ValueError(f"Cfg.real_steps must be >= 0, got {self.real_steps!r}")
         if self.grpo_batch % self.num_generations:
             raise ValueError(f"Cfg.grpo_batch ({self.grpo_batch}) must be a multiple of num_generations")
 
@@ -86,9 +101,10 @@ CONFIGS = {
                  max_extensions=0),
     "quick": Cfg(),
     "full": Cfg(seeds=(0, 1, 2, 3, 4), d_model=128, n_layers=4, base_steps=4000, grpo_steps=300, n_test=1000,
-                real_steps=20),
+                real_steps=8),
 }  # fmt: skip
-VERSION = 3  # 3: GRPO lr grid centred on the paper's 1e-5 (was 1e-4..1e-3, extended twice downwards)
+VERSION = 4  # 4: the opt-in SmolLM2 check gets a testbed (format rate after SFT) and a paired reward claim, every seed
+# 3: GRPO lr grid centred on the paper's 1e-5 (was 1e-4..1e-3, extended twice downwards)
 EXPECTED_SECONDS = {"smoke": 30, "quick": 600, "full": 7200}
 ACCEPTS_MODEL = False
 MODEL_NOTE = "train your own model with `iclr26.rlft.abstention` (cot_sft_trainer, abstention_grpo_trainer)"
@@ -106,12 +122,14 @@ CLAIMS = [
             Check("sft_em", ">", "untrained_em", margin=0.2),
         ),
         paper="(our check; TimeQA gold answers are human-annotated)",
+        when="micro",
     ),
     Claim(
         "rl-beats-sft-em",
         "CoT-SFT + GRPO with the abstention-aware reward beats CoT-SFT alone in EM on easy and on hard questions",
         checks=(Check("grpo_em_easy", ">", "sft_em_easy"), Check("grpo_em_hard", ">", "sft_em_hard")),
         paper=f"RL over SFT on TimeQA-Easy/Hard; beats GPT-4o by +3.46 / +5.80 EM ({PAPER})",
+        when="micro",
     ),
     Claim(
         "rl-raises-tp",
@@ -119,6 +137,7 @@ CLAIMS = [
         "points; the same GRPO with an EM-only reward (no abstention bonus: control) does not",
         checks=(Check("grpo_tp_gain", ">", 0.10), Check("emonly_tp_gain", "<", 0.10)),
         paper=f"+20 % TP on unanswerables over the pure-SFT variant ({PAPER})",
+        when="micro",
     ),
     Claim(
         "sft-overconfident",
@@ -129,6 +148,7 @@ CLAIMS = [
             Check("grpo_confidence_gap", "<", "sft_confidence_gap"),
         ),
         paper="SFT induces over-confidence (answers unanswerables); RL raises accuracy with similar risks",
+        when="micro",
     ),
     Claim(
         "collapse",
@@ -140,6 +160,24 @@ CLAIMS = [
             Check("u80_em_answerable", "<", "grpo_em_answerable"),
         ),
         paper="raising the unanswerable share in RL collapses the model into always abstaining",
+        when="micro",
+    ),
+    Claim(
+        "smollm2-testbed",
+        "SmolLM2-135M-Instruct after the LoRA CoT-SFT writes the paper's <think>/<answer> layout on held-out questions "
+        "(greedy format rate > 0.8), which the instruct model before SFT never does (control): GRPO rollouts can earn "
+        "reward",
+        checks=(Check("real_sft_format", ">", 0.8), Check("real_sft_format", ">", "real_base_format", margin=0.5)),
+        paper="(our check: the paper's CoT-SFT cold start exists to give RL well-formed rollouts)",
+        when="real_steps",
+    ),
+    Claim(
+        "smollm2-reward-rises",
+        "A few GRPO steps (LoRA, abstention-aware reward) raise SmolLM2's reward on held-out questions over the SFT "
+        "policy it started from (same questions, greedy: paired)",
+        checks=(Check("real_grpo_reward", ">", "real_sft_reward"),),
+        paper="GRPO raises the reward and EM over CoT-SFT (Qwen2.5-1.5B, full fine-tuning, ~20K prompts x 3 epochs)",
+        when="real_steps",
     ),
 ]
 
@@ -174,6 +212,21 @@ for _a in ("grpo", "emonly", "u80"):
     METRICS[f"{_a}_reward_first"] = f"{_ARMS[_a]}: mean training reward over the first 10 % of steps"
     METRICS[f"{_a}_reward_last"] = f"{_ARMS[_a]}: mean training reward over the last 10 % of steps"
     METRICS[f"{_a}_seconds"] = f"{_ARMS[_a]}: wall seconds of GRPO"
-METRICS["real_reward_first"] = "SmolLM2 + LoRA GRPO: mean reward over the first third of steps (first seed only)"
-METRICS["real_reward_last"] = "SmolLM2 + LoRA GRPO: mean reward over the last third of steps (first seed only)"
-METRICS["real_seconds"] = "SmolLM2 check: wall seconds"
+_REAL = {"base": "SmolLM2-135M-Instruct before SFT (control)", "sft": "SmolLM2 after LoRA CoT-SFT",
+         "grpo": "SmolLM2 after LoRA CoT-SFT + GRPO"}  # fmt: skip
+for _a, _d in _REAL.items():
+    for _m, _p in {"format": "format rate", "em": "EM", "tp": "TP on unanswerables",
+                   "over_abstention": "over-abstention on answerables", "reward": "mean abstention-aware reward",
+                   }.items():  # fmt: skip
+        METRICS[f"real_{_a}_{_m}"] = f"{_d}: {_p} on 32 held-out questions (greedy, chat template)"
+METRICS["real_target_fit"] = "SmolLM2 check: share of SFT targets within the completion cap (SmolLM2 tokenizer)"
+METRICS["real_reward_first"] = "SmolLM2 LoRA GRPO: mean training reward over the first third of steps"
+METRICS["real_reward_last"] = "SmolLM2 LoRA GRPO: mean training reward over the last third of steps"
+METRICS["real_format_first"] = "SmolLM2 LoRA GRPO: sampled (T = 1) format rate of the rollouts, first third of steps"
+METRICS["real_format_last"] = "SmolLM2 LoRA GRPO: sampled (T = 1) format rate of the rollouts, last third of steps"
+METRICS["real_reward_gain"] = "SmolLM2: held-out reward after GRPO minus after SFT"
+METRICS["real_sft_steps"] = "SmolLM2 LoRA CoT-SFT steps until the validation format rate reached 0.85 (cap 48)"
+METRICS["real_sft_val_format"] = "SmolLM2 LoRA CoT-SFT: greedy format rate on its 16 validation questions at the stop"
+METRICS["real_sft_seconds"] = "SmolLM2 check: wall seconds of the LoRA SFT (once, cached like a model)"
+METRICS["real_grpo_seconds"] = "SmolLM2 check: wall seconds of the GRPO steps"
+METRICS["real_seconds"] = "SmolLM2 check: wall seconds in all"

@@ -31,6 +31,7 @@ from iclr26.worlds.abstention import make_temporal_qa
 
 from . import Cfg
 from .policy import base_policy, tokenizer, untrained_policy
+from .real import real_model_check
 
 NATURAL = 0.25  # unanswerable share of validation and test sets
 
@@ -144,42 +145,22 @@ def tuned_lrs(base, tok, cfg: Cfg, ctx) -> dict:
     return cached_json(path, "the temporal-abstention learning-rate tuning", compute)
 
 
-def real_model_check(steps: int, seed: int, ctx) -> dict[str, float]:
-    """SmolLM2-135M-Instruct through the same TRL path with LoRA: a short CoT-SFT, then ``steps`` GRPO steps."""
-    from peft import LoraConfig
-
-    from iclr26.lm import zoo
-
-    t0 = time.time()
-    model, tok = zoo.load("smollm2-135m")
-    lora = LoraConfig(r=16, lora_alpha=32, target_modules=["q_proj", "k_proj", "v_proj", "o_proj"],
-                      task_type="CAUSAL_LM")  # fmt: skip
-    sft_items = make_temporal_qa(64, unanswerable_frac=0.1, seed=1000 * seed + 7)
-    rl_items = make_temporal_qa(8 * steps, unanswerable_frac=NATURAL, seed=1000 * seed + 8)
-    with tempfile.TemporaryDirectory() as tmp:
-        sargs = sft_config(tmp, learning_rate=2e-4, per_device_train_batch_size=4, max_length=512, use_cpu=True,
-                           seed=seed, disable_tqdm=ctx.quiet)  # fmt: skip
-        st = cot_sft_trainer(model, tok, sft_dataset(sft_items, conversational=True), sargs, peft_config=lora)
-        st.train()
-        model = st.model
-        gargs = grpo_config(tmp, learning_rate=1e-4, max_steps=steps, per_device_train_batch_size=8,
-                            num_generations=4, max_completion_length=96, use_cpu=True, seed=seed, logging_steps=1,
-                            disable_tqdm=ctx.quiet)  # fmt: skip
-        gt = abstention_grpo_trainer(model, tok, grpo_dataset(rl_items, conversational=True), gargs)
-        gt.train()
-    rewards = [h["reward"] for h in gt.state.log_history if "reward" in h]
-    k = max(1, len(rewards) // 3)
-    ctx.log(f"SmolLM2 LoRA GRPO rewards per step: {[round(r, 2) for r in rewards]}")
-    return {"real_reward_first": sum(rewards[:k]) / k, "real_reward_last": sum(rewards[-k:]) / k,
-            "real_seconds": time.time() - t0}  # fmt: skip
-
-
 def run(cfg: Cfg, seed: int, ctx) -> dict[str, float]:
     hf_logging.set_verbosity_error()
     hf_logging.disable_progress_bar()
     import datasets
 
     datasets.disable_progress_bars()  # TRL's dataset preparation bars, once per trainer
+    out: dict[str, float] = {}
+    if cfg.micro:
+        out.update(micro_arms(cfg, seed, ctx))
+    if cfg.real_steps:  # opt-in: SmolLM2 through the same TRL path (LoRA), on every seed so that it gets a verdict
+        out.update(real_model_check(cfg.real_steps, seed, ctx))
+    return out
+
+
+def micro_arms(cfg: Cfg, seed: int, ctx) -> dict[str, float]:
+    """The micro-policy reproduction on one seed: testbed, CoT-SFT, and the three GRPO arms."""
     tok = tokenizer()
     out: dict[str, float] = {}
     s = 1000 * seed
@@ -216,8 +197,6 @@ def run(cfg: Cfg, seed: int, ctx) -> dict[str, float]:
         out[f"{name}_tp_gain"] = out[f"{name}_tp"] - out["sft_tp"]
         ctx.log(f"seed {seed}: {name} EM {out[f'{name}_em']:.3f} TP {out[f'{name}_tp']:.3f} "
                 f"over-abst {out[f'{name}_over_abstention']:.3f} ({out[f'{name}_seconds']:.0f} s)")  # fmt: skip
-    if cfg.real_steps and seed == cfg.seeds[0]:
-        out.update(real_model_check(cfg.real_steps, seed, ctx))
     return out
 
 

@@ -169,8 +169,12 @@ def generate(
     model, tokenizer, prompts: Sequence, max_new_tokens: int = 256, batch_size: int = 32, do_sample: bool = False
 ) -> list[str]:
     """Completions for ``prompts`` (strings, or message lists rendered by the chat template), greedy by default
-    (the evaluation protocol)."""
+    (the evaluation protocol). Generation stops at the tokenizer's EOS or at the model's own end token(s) from its
+    generation config (as TRL's GRPO rollouts do): the SmolLM2 tokenizer converted from GGUF names <|im_start|> as
+    EOS while the model ends its turn with <|im_end|>."""
     side, tokenizer.padding_side = tokenizer.padding_side, "left"
+    eos = [tokenizer.eos_token_id, model.generation_config.eos_token_id]  # the tokenizer's and the model's end token
+    eos = list(dict.fromkeys(i for e in eos for i in (e if isinstance(e, list) else [e]) if i is not None))
     was_training = model.training
     model.eval()
     out: list[str] = []
@@ -185,7 +189,7 @@ def generate(
                 max_new_tokens=max_new_tokens,
                 do_sample=do_sample,
                 pad_token_id=tokenizer.pad_token_id,
-                eos_token_id=tokenizer.eos_token_id,
+                eos_token_id=eos,
             )
             out += tokenizer.batch_decode(ids[:, enc["input_ids"].shape[1] :], skip_special_tokens=True)
     finally:

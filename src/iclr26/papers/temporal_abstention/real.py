@@ -1,0 +1,197 @@
+"""The real-model check of the temporal-abstention reproduction: SmolLM2-135M-Instruct through the same TRL path
+(LoRA CoT-SFT with `cot_sft_trainer`, then GRPO with `abstention_grpo_trainer` and the abstention-aware reward) on the
+temporal world, with the paper's chat prompt (system instruction + question/context as the user turn).
+
+A GRPO check tests something only when rollouts can earn reward, so the check shows its testbed first: the format
+rate and reward on held-out questions before SFT (control: the instruct model never writes the layout), after SFT
+(must be high) and after GRPO, all greedy on the same questions (paired); the GRPO training reward per step is
+reported too (first vs last third).
+
+Budget rule (stated; the first version's 16 LoRA steps on attention only gave format 0 and reward 0 at every GRPO
+step): the LoRA CoT-SFT (all linear layers) trains until its greedy format rate on 16 validation questions reaches
+``STOP_FORMAT`` (checked every ``EVAL_EVERY`` steps, at most ``SFT_MAX_STEPS``), on data of its own world seed; it
+is trained once and cached like a model (`sft_policy`), and every seed's GRPO starts from it. The SFT targets are
+the world's rationales without the tenures that do not hold the target (`short_rationale`: ~40 instead of ~90
+SmolLM2 tokens, digits being single tokens) so that SFT and rollouts fit a 2-core CPU; the completion cap fits every
+target.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+import time
+
+from iclr26.core.locks import file_lock
+from iclr26.core.paths import cache_dir
+from iclr26.rlft.abstention import (
+    AbstentionReward,
+    abstention_grpo_trainer,
+    abstention_metrics,
+    cot_sft_trainer,
+    generate,
+    grpo_config,
+    grpo_dataset,
+    sft_config,
+    sft_dataset,
+)
+from iclr26.worlds.abstention import make_temporal_qa
+
+REAL_MODEL = "smollm2-135m"
+NATURAL = 0.25  # unanswerable share of the validation, held-out and RL questions (as the micro reproduction)
+SFT_SEED = 20_000  # world seed of the SFT and validation data, disjoint from every reproduction seed's
+MAX_COMPLETION = 96  # tokens; the longest short target is ~60 (+ <|im_end|>) under SmolLM2's tokenizer
+SFT_LR = 1e-3  # LoRA SFT learning rate (ours, constant after 2 warm-up steps; paper 1e-5 full fine-tuning)
+SFT_BATCH = 8
+SFT_MAX_STEPS = 48  # cap of the SFT stage (384 examples, 10 % unanswerable)
+EVAL_EVERY = 6  # SFT steps between two validation format checks
+STOP_FORMAT = 0.85  # stop the SFT once the validation format rate reaches this (the testbed claim asks > 0.8)
+N_VAL = 16
+GRPO_LR = 1e-4  # LoRA GRPO learning rate (ours; paper 1e-5 full fine-tuning; LoRA usually needs ~10x)
+GRPO_BATCH = 8  # completions per step: 2 prompts x G = 4
+N_EVAL = 32  # held-out questions per seed, scored greedily before SFT, after SFT and after GRPO
+LORA_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+
+
+def lora_config():
+    from peft import LoraConfig
+
+    return LoraConfig(r=16, lora_alpha=32, lora_dropout=0.0, target_modules=list(LORA_TARGETS), task_type="CAUSAL_LM")
+
+
+def short_rationale(rationale: str) -> str:
+    """The world's rationale without the checks of tenures that do not hold the target ("Acme 1994 - 1996 no"):
+    the same layout, the arithmetic, the matching tenure (if any) and the conclusion are kept."""
+    think, tail = rationale.removeprefix("<think>\n").split("\n</think>", 1)
+    kept = [p for p in think.split(" . ") if not p.endswith(" no")]
+    return "<think>\n" + " . ".join(kept) + "\n</think>" + tail
+
+
+def sft_examples(items) -> list[dict]:
+    return [{"prompt": it.prompt, "rationale": short_rationale(it.rationale)} for it in items]
+
+
+def target_lengths(tok, items) -> list[int]:
+    """Tokens of each SFT target (short rationale + the end-of-turn token) under ``tok``."""
+    end = "<|im_end|>" if "<|im_end|>" in tok.get_vocab() else (tok.eos_token or "")
+    return [len(tok(x["rationale"] + end, add_special_tokens=False)["input_ids"]) for x in sft_examples(items)]
+
+
+def score(model, tok, items, max_new_tokens: int = MAX_COMPLETION) -> tuple[dict[str, float], list[str]]:
+    """Greedy completions of the chat prompts of ``items``: format rate, EM, TP, over-abstention and mean reward."""
+    prompts = grpo_dataset(items, conversational=True)["prompt"]
+    outs = generate(model, tok, prompts, max_new_tokens=max_new_tokens, batch_size=16)
+    golds = [it.answer for it in items]
+    m = abstention_metrics(outs, golds, [it.kind for it in items])
+    rewards = AbstentionReward()(outs, answer=golds)
+    out = {"format": m["format_rate"], "em": m["em"], "tp": m["tp_unanswerable"],
+           "over_abstention": m["over_abstention"], "reward": sum(rewards) / len(rewards)}  # fmt: skip
+    return out, outs
+
+
+def _quiet(trainer):
+    from transformers import PrinterCallback
+
+    trainer.remove_callback(PrinterCallback)
+
+
+def lora_sft(model, tok, items, val, seed: int, log=print):
+    """Stage 1 on the real model: LoRA CoT-SFT (loss on the assistant turn) until the greedy format rate on ``val``
+    reaches ``STOP_FORMAT`` (every ``EVAL_EVERY`` steps) or ``SFT_MAX_STEPS``. Returns the PEFT model and a record."""
+    from transformers import TrainerCallback
+
+    record = {"steps": 0, "val_format": 0.0, "curve": []}
+
+    class StopWhenFormatted(TrainerCallback):
+        def on_step_end(self, args, state, control, model=None, **kw):
+            if state.global_step % EVAL_EVERY and state.global_step < args.max_steps:
+                return
+            m, _ = score(model, tok, val)
+            record.update(steps=state.global_step, val_format=m["format"])
+            record["curve"].append((state.global_step, m["format"], m["em"]))
+            log(f"SmolLM2 LoRA SFT step {state.global_step}: validation format {m['format']:.2f} EM {m['em']:.2f}")
+            control.should_training_stop = m["format"] >= STOP_FORMAT
+
+    with tempfile.TemporaryDirectory() as tmp:
+        args = sft_config(tmp, learning_rate=SFT_LR, max_steps=SFT_MAX_STEPS, per_device_train_batch_size=SFT_BATCH,
+                          max_length=320, use_cpu=True, seed=seed, disable_tqdm=True, logging_steps=1000,
+                          warmup_steps=2, lr_scheduler_type="constant_with_warmup")  # fmt: skip
+        trainer = cot_sft_trainer(model, tok, sft_dataset(sft_examples(items), conversational=True), args,
+                                  peft_config=lora_config(), callbacks=[StopWhenFormatted()])  # fmt: skip
+        _quiet(trainer)
+        trainer.train()
+    return trainer.model.eval(), record
+
+
+def sft_policy(log=print):
+    """SmolLM2 + the cached LoRA CoT-SFT adapter (trained on first use, under a lock), its tokenizer, its record."""
+    from peft import PeftModel
+
+    from iclr26.lm import zoo
+
+    key = f"abstention-smollm2-sft-lr{SFT_LR:g}-b{SFT_BATCH}-max{SFT_MAX_STEPS}-stop{STOP_FORMAT:g}-v1"
+    folder = cache_dir() / "zoo" / key
+    with file_lock(folder.with_suffix(".lock"), f"the SmolLM2 LoRA CoT-SFT adapter {key}"):
+        if not (folder / "done.json").exists():
+            t0 = time.time()
+            model, tok = zoo.load(REAL_MODEL)
+            items = make_temporal_qa(SFT_MAX_STEPS * SFT_BATCH, unanswerable_frac=0.1, seed=SFT_SEED)
+            val = make_temporal_qa(N_VAL, unanswerable_frac=NATURAL, seed=SFT_SEED + 1)
+            model, record = lora_sft(model, tok, items, val, SFT_SEED, log)
+            model.save_pretrained(folder)
+            record["seconds"] = time.time() - t0
+            (folder / "done.json").write_text(json.dumps(record))
+    base, tok = zoo.load(REAL_MODEL)
+    model = PeftModel.from_pretrained(base, folder, is_trainable=True)
+    return model.eval(), tok, json.loads((folder / "done.json").read_text())
+
+
+def lora_grpo(model, tok, items, steps: int, seed: int, lr: float = GRPO_LR):
+    """Stage 2: ``steps`` GRPO steps continuing the SFT adapter (TRL copies it as the frozen KL reference)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        args = grpo_config(tmp, learning_rate=lr, max_steps=steps, per_device_train_batch_size=GRPO_BATCH,
+                           num_generations=4, max_completion_length=MAX_COMPLETION, use_cpu=True, seed=seed,
+                           logging_steps=1, disable_tqdm=True)  # fmt: skip
+        trainer = abstention_grpo_trainer(model, tok, grpo_dataset(items, conversational=True), args)
+        _quiet(trainer)
+        trainer.train()
+    return trainer.model.eval(), [h for h in trainer.state.log_history if "reward" in h]
+
+
+def _thirds(xs: list[float]) -> tuple[float, float]:
+    k = max(1, len(xs) // 3)
+    return sum(xs[:k]) / k, sum(xs[-k:]) / k
+
+
+def real_model_check(steps: int, seed: int, ctx) -> dict[str, float]:
+    """The SmolLM2 check on one seed; metrics are named ``real_*`` (see the card's METRICS)."""
+    from iclr26.core.threads import torch_threads
+
+    t0, s = time.time(), 1000 * seed
+    held = make_temporal_qa(N_EVAL, unanswerable_frac=NATURAL, seed=s + 6)
+    rl_items = make_temporal_qa(GRPO_BATCH // 4 * steps, unanswerable_frac=NATURAL, seed=s + 8)
+    with torch_threads():
+        model, tok, record = sft_policy(ctx.log)
+        out = {"real_sft_steps": float(record["steps"]), "real_sft_val_format": record["val_format"],
+               "real_sft_seconds": record["seconds"]}  # fmt: skip
+        lens = target_lengths(tok, make_temporal_qa(200, unanswerable_frac=NATURAL, seed=s + 7))
+        out["real_target_fit"] = sum(n <= MAX_COMPLETION for n in lens) / len(lens)
+        with model.disable_adapter():  # control: the instruct model itself, before SFT
+            before, _ = score(model, tok, held)
+        after_sft, samples = score(model, tok, held)
+        ctx.log(f"seed {seed}: SmolLM2 after LoRA SFT: {after_sft}; sample: {samples[0]!r}")
+        t1 = time.time()
+        model, log = lora_grpo(model, tok, rl_items, steps, seed)
+        out["real_grpo_seconds"] = time.time() - t1
+        after_rl, samples = score(model, tok, held)
+    for name, m in (("base", before), ("sft", after_sft), ("grpo", after_rl)):
+        out.update({f"real_{name}_{k}": v for k, v in m.items()})
+    rewards = [h["reward"] for h in log]
+    fmt = [h.get("rewards/format_reward/mean", float("nan")) / 0.5 for h in log]  # sampled format rate per step
+    out["real_reward_first"], out["real_reward_last"] = _thirds(rewards)
+    out["real_format_first"], out["real_format_last"] = _thirds(fmt)
+    out["real_reward_gain"] = out["real_grpo_reward"] - out["real_sft_reward"]
+    out["real_seconds"] = time.time() - t0
+    ctx.log(f"seed {seed}: SmolLM2 LoRA GRPO rewards per step: {[round(r, 2) for r in rewards]}; sampled format "
+            f"per step: {[round(f, 2) for f in fmt]}; after GRPO: {after_rl}; sample: {samples[0]!r}")  # fmt: skip
+    return out
