@@ -54,6 +54,24 @@ def test_train_glance_stops_each_model_on_its_own_and_restores_its_best_weights(
         train_glance(img, lab, focus, specs, (None, None), cfg, patience=0, score_fn=score)
 
 
+def test_train_glance_does_not_stop_before_min_steps():
+    """With ``min_steps`` a model whose score never beats its start trains on to ``min_steps`` (then stops at the
+    next evaluation without improvement) and still gets its best, here initial, weights back."""
+    img, lab = _tiny_data()
+    torch.manual_seed(0)
+    focus = make_focus("fcn", channels=(2,))
+    specs = {"sup": GlanceSpec(make_glance((4, 4, 4, 4)))}
+    start = {k: v.clone() for k, v in specs["sup"].model.state_dict().items()}
+    scores = iter([0.5] + [0.4] * 20)
+    cfg = TrainConfig(steps=40, roi=(8, 8, 8), lr=1e-2)
+    hist = train_glance(img, lab, focus, specs, (None, None), cfg, eval_every=2, patience=3, min_steps=12,
+                        score_fn=lambda m: next(scores))  # fmt: skip
+    assert hist["sup"]["steps"] == 12 and hist["sup"]["val_step"][-1] == 12 and hist["sup"]["best_step"] == 0
+    assert all(torch.equal(v, start[k]) for k, v in specs["sup"].model.state_dict().items())
+    with pytest.raises(ValueError, match="min_steps"):
+        train_glance(img, lab, focus, specs, (None, None), cfg, min_steps=-1, score_fn=lambda m: 0.0)
+
+
 def test_tile_windows_are_the_inference_windows_with_their_lesion_flags():
     img, lab = np.zeros((2, 1, 32, 32, 16), np.float32), np.zeros((2, 1, 32, 32, 16), np.float32)
     img[:] = np.random.default_rng(1).random(img.shape)

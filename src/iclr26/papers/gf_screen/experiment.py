@@ -197,7 +197,8 @@ def _run(cfg: Cfg, seed: int, ctx) -> dict[str, float]:
         _focus_cfg(cfg), steps=cfg.glance_steps, lr=cfg.glance_lr, uniform_neg=cfg.glance_uniform_neg
     )
     hist = train_glance(*sh["tr"], focus, specs, (sh["windows"], sh["has"]), gcfg, seed=seed,
-                        eval_every=cfg.glance_eval_every, patience=cfg.glance_patience, progress=True)  # fmt: skip
+                        eval_every=cfg.glance_eval_every, patience=cfg.glance_patience, progress=True,
+                        min_steps=int(cfg.glance_min_frac * cfg.glance_steps))  # fmt: skip
     m["train_reward"] = hist["_reward"]["detect_on_lesion_crops"]
     glances = {n: s.model for n, s in specs.items()}
     thresh = {}

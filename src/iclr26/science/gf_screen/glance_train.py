@@ -4,7 +4,8 @@ Each Glance model (GF-Screen's GRL, the supervised balanced CE, the Dice-reward 
 (:class:`.train.CropSampler`), the same step rule (:func:`.train.glance_update`) and the same stopping rule: every
 ``eval_every`` steps it scores the windows of the validation volumes, the window-level AUROC of p(select) against
 "the window holds lesion voxels" (the oracle Glance's selection) is computed, and a model stops after ``patience``
-evaluations without improvement; the weights of its best evaluation are restored. The official trainer keeps the
+evaluations without improvement, but not before ``min_steps`` steps (a model whose first updates lower the score must
+get the chance to recover); the weights of its best evaluation are restored. The official trainer keeps the
 checkpoint with the best validation Dice of the screened volumes (``GF_RL_trainer.run_training``, once every
 ``val_every`` epochs); the window AUROC is ours: it is smooth at 20 validation volumes and needs no threshold.
 """
@@ -67,15 +68,19 @@ def train_glance(
     seed: int = 0,
     eval_every: int = 100,
     patience: int = 3,
+    min_steps: int = 0,
     progress: bool = False,
     score_fn=None,
 ) -> dict[str, dict]:
     """Train every Glance model against a fixed Focus model (eval mode, its argmax gives the rewards) on one shared
     stream of pos/neg crop groups, each for at most ``cfg.steps`` steps with its own early stopping on ``val`` =
     (windows, has_lesion); returns per-model histories (``val_score``, ``val_step``, ``best_step``, ``steps``) and the
-    training detection reward. ``score_fn(model) -> float`` replaces the AUROC criterion (tests)."""
+    training detection reward. No model stops before ``min_steps``. ``score_fn(model) -> float`` replaces the AUROC
+    criterion (tests)."""
     if eval_every < 1 or patience < 1:
         raise ValueError(f"train_glance: eval_every and patience must be >= 1, got {eval_every!r}, {patience!r}")
+    if min_steps < 0:
+        raise ValueError(f"train_glance: min_steps must be >= 0, got {min_steps!r}")
     cfg = cfg or TrainConfig()
     torch.manual_seed(seed)
     sampler = CropSampler(images, labels, cfg, seed)
@@ -117,7 +122,7 @@ def train_glance(
                     st.update(best=s, weights=copy.deepcopy(glances[name].model.state_dict()), bad=0, best_step=step)
                 else:
                     st["bad"] += 1
-                    st["live"] = st["bad"] < patience
+                    st["live"] = st["bad"] < patience or step < min_steps
     out = {}
     for name, spec in glances.items():
         spec.model.load_state_dict(state[name]["weights"])
