@@ -162,11 +162,16 @@ def test_atomic_write_leaves_old_file_on_failure(tmp_path):
     assert [f.name for f in tmp_path.iterdir()] == ["x.json"]
 
 
-def test_bad_scale_and_no_reproduction(fake_paper, tmp_path):
+def test_bad_scale_and_no_reproduction(fake_paper, tmp_path, monkeypatch):
+    from iclr26.core import registry
+
     with pytest.raises(UserError, match="scale"):
         run_paper("fake-paper", scale="huge", out=tmp_path)
+    # every listed paper has a reproduction now: a registered card without a module stands for one that has none
+    card = registry.PaperCard("no-card-paper", "No Card", "NONE", "https://example.org", "000", "test", "test")
+    monkeypatch.setitem(registry.PAPERS, "no-card-paper", card)
     with pytest.raises(UserError, match="no reproduction yet"):
-        run_paper("gf-screen", out=tmp_path)
+        run_paper("no-card-paper", out=tmp_path)
     with pytest.raises(UserError, match="at least one seed"):
         run_paper("fake-paper", seeds=(), out=tmp_path)
     with pytest.raises(UserError, match="does not take --model"):
