@@ -89,7 +89,7 @@ CONFIGS = {
 }  # fmt: skip
 VERSION = 5  # 5: no Glance stops before half its cap (v4 stopped 2 of 5 seeds at the initial weights)
 # 4: rebuilt from the docs after v3 was lost; Glance models trained to convergence (early stopping)
-# s, cached Focus (v5: 714 s wall beside the CI suite, quick-a05171c5); empty cache: v4 took 807 s wall
+# s, cached Focus (v5: 539 s wall, 714 s beside the CI suite); empty cache: v4 took 807 s wall
 EXPECTED_SECONDS = {"smoke": 15, "quick": 600, "full": 14400}
 ACCEPTS_MODEL = False
 MODEL_NOTE = "GF-Screen screens CT volumes; pass your own MONAI networks to iclr26.science.gf_screen (make_focus)"
