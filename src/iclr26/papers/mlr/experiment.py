@@ -118,16 +118,21 @@ def _pretrained_base(cfg: Cfg, world: ModProgWorld, ctx):
 
 def _cached(cfg: Cfg, seed: int, name: str, build, make_empty, ctx):
     """A trained SFT stage of a seed, built once and cached (its state dict) like the base."""
-    key = json.dumps([BASE_VERSION, name, seed, {k: v for k, v in asdict(cfg).items() if k in SFT_FIELDS}])
+    key = json.dumps([BASE_VERSION, "stage-seeded", name, seed,
+                      {k: v for k, v in asdict(cfg).items() if k in SFT_FIELDS}])  # fmt: skip
     f = cache_dir() / "mlr-sft" / f"{hashlib.sha1(key.encode()).hexdigest()[:16]}.pt"
     f.parent.mkdir(parents=True, exist_ok=True)
     with file_lock(f.with_suffix(".lock"), f"the MLR {name} model", quiet=ctx.quiet):
         if f.exists():
             sys_ = make_empty()
             sys_.model.load_state_dict(torch.load(f))
-            return sys_
-        sys_ = build()
-        torch.save(sys_.model.state_dict(), f)
+        else:
+            sys_ = build()
+            torch.save(sys_.model.state_dict(), f)
+    # trained or loaded, the stage leaves the same state: eval mode (no LoRA dropout in later rollouts and tests;
+    # VERSION 3 left a loaded two-level model in training mode) and frozen weights (later stages choose their own)
+    sys_.model.eval()
+    sys_.model.requires_grad_(False)
     return sys_
 
 
@@ -375,6 +380,9 @@ def run(cfg: Cfg, seed: int, ctx) -> dict[str, float]:
         return _run(cfg, seed, ctx)
 
 
+STAGES = ("sft_full", "grpo", "sft_small", "mlr_sft", "mlr", "mlr_outcome", "mlr_random", "mlr_nosplit")
+
+
 def _run(cfg: Cfg, seed: int, ctx) -> dict[str, float]:
     lrs = None
     if cfg.tune:  # the one tuning rule, once per config on the tuning seed (cached)
@@ -394,6 +402,11 @@ def _run(cfg: Cfg, seed: int, ctx) -> dict[str, float]:
     systems, secs, extra = {}, {}, {}
 
     def timed(name, fn):
+        # every stage starts from its own seed, so that its sampling does not depend on whether the stages before it
+        # were trained (consuming random numbers) or loaded from the cache
+        torch.manual_seed(seed * 1000 + 500 + STAGES.index(name))
+        random.seed(seed * 1000 + 500 + STAGES.index(name))
+        np.random.seed(seed * 1000 + 500 + STAGES.index(name))
         t = time.process_time()
         systems[name] = fn()
         secs[name] = time.process_time() - t
