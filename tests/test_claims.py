@@ -119,6 +119,7 @@ def test_deterministic_checks_need_a_margin_and_are_decided_on_their_value():
     assert "deterministic" in r.line() and "n=3 of 3" in r.line()
     varies = check_verdict(c, [{"p": 100 + s, "q": 200} for s in (0, 30, 60)])
     assert "varies over seeds" in varies.note and varies.se > 0
+    assert "same on all" not in varies.line() and f"± {varies.se:.4g}" in varies.line()  # the line shows the t rule
 
 
 def test_nan_or_missing_is_a_failed_seed_not_an_absent_one():

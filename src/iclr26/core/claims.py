@@ -132,7 +132,7 @@ class CheckResult:
 
     def line(self) -> str:
         """One readable line: the check, the gap with its bounds, n of N, the verdict and any note."""
-        if self.deterministic and self.n:
+        if self.deterministic and self.n and self.se == 0:  # decided on the value (not when it fell back to the t rule)
             stat = f"gap {_g(self.mean_gap)} (deterministic, same on all {self.n_total} seeds)"
         else:
             stat = f"gap {_g(self.mean_gap)} ± {_g(self.se)} [{_g(self.lower)}, {_g(self.upper)}]"

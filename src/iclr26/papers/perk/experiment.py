@@ -16,7 +16,7 @@ from iclr26.worlds.perk import TASKS
 
 from . import Cfg
 from .base import icr_acc, load_base, previous_token_head, to_example
-from .tuning import perk_config, perk_correct, split, train_fticr, train_perk, tuned_lrs, untrained
+from .tuning import perk_config, perk_correct, seed_stage, split, train_fticr, train_perk, tuned_lrs, untrained
 
 __all__ = ["exact_bounds", "plots", "previous_token_head", "run"]
 
@@ -87,6 +87,7 @@ def _run(cfg: Cfg, seed: int, ctx) -> dict[str, float]:
     test, at_train = sp.test, [c for t in TASKS for c in sp.test[(t, cfg.train_segs)]]
 
     # -- control: the base model, no adapter and no context (the floor)
+    seed_stage(seed, "floor")
     floor = PERK(copy.deepcopy(base), tok, perk_config(cfg, sp.world))
     right = [x for c in at_train for x in perk_correct(floor, c, encode=False, adapter=False)]
     m["noadapter_acc"], m["noadapter_ucb"] = float(np.mean(right)), exact_bounds(right)[1]
@@ -96,10 +97,12 @@ def _run(cfg: Cfg, seed: int, ctx) -> dict[str, float]:
 
     # -- control: PERK's inner loop from peft's init, no meta-training; inner lr tuned on validation
     m["untrained_inner_lr"] = lrs["inner_lr"]
+    seed_stage(seed, "untrained")
     ctrl = untrained(base, tok, cfg, sp.world, lrs["inner_lr"])
     _evaluate("untrained", lambda c: perk_correct(ctrl, c), test, cfg, m)
 
     # -- PERK: meta-trained init and inner lrs (initial inner lr = the control's), outer lr tuned on validation
+    seed_stage(seed, "perk")
     perk, hist = train_perk(base, tok, cfg, sp, lrs["inner_lr"], lrs["outer_lr"], ctx)
     m["perk_outer_lr"], m["perk_meta_steps"] = lrs["outer_lr"], float(hist["best_step"])
     m["perk_steps_run"], m["perk_val"] = float(len(hist["loss"])), max(hist["val"])
@@ -108,6 +111,7 @@ def _run(cfg: Cfg, seed: int, ctx) -> dict[str, float]:
     _evaluate("perk", lambda c: perk_correct(perk, c), test, cfg, m)
 
     # -- FT-ICR: full fine-tuning with the context in the prompt; lr tuned on validation
+    seed_stage(seed, "fticr")
     fticr, ihist = train_fticr(base, tok, cfg, sp, lrs["icr_lr"], ctx)
     m["icr_lr"], m["icr_steps"] = lrs["icr_lr"], float(ihist["best_step"])
     m["icr_steps_run"], m["icr_val"] = float(len(ihist["loss"])), max(ihist["val"])
@@ -138,6 +142,7 @@ def _run(cfg: Cfg, seed: int, ctx) -> dict[str, float]:
     m["icr_mem_growth"] = m[f"icr_mem_L{hi}"] / m[f"icr_mem_L{lo}"]
 
     if cfg.smollm2:
+        seed_stage(seed, "smollm2")
         m.update(_smollm2(cfg, seed, ctx))
     ctx.log(
         f"seed {seed}: acc train-length PERK {m['perk_acc_Ltrain']:.3f} FT-ICR {m['fticr_acc_Ltrain']:.3f} untrained "
@@ -163,6 +168,7 @@ def _smollm2(cfg: Cfg, seed: int, ctx) -> dict[str, float]:
 
     if "perk" not in _SMOL:
         model, tok = zoo.load("smollm2-135m")
+        torch.manual_seed(0)  # one LoRA initialisation for every seed, whichever seed builds it in this process
         pc = PERKConfig(seg_len=cfg.smol_tokens + 16, inner_steps=cfg.smol_steps, unroll_last=0, lora_rank=8,
                         inner_lr=cfg.smol_lr, inner_weight_decay=0.0)  # fmt: skip
         _SMOL["perk"] = PERK(model, tok, pc)

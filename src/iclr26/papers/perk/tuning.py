@@ -22,6 +22,7 @@ import random
 import time
 
 import numpy as np
+import torch
 
 from iclr26.core.locks import cached_json
 from iclr26.core.paths import cache_dir
@@ -34,6 +35,14 @@ from .base import to_example
 
 TUNE_SEED = 100  # world seed of the tuning data; the reproduction's seeds are 0-9
 NOT_KEYS = {"seeds", "n_test", "test_segs", "smollm2", "smol_tokens", "smol_steps", "smol_lr"}
+STAGES = ("floor", "untrained", "perk", "fticr", "smollm2")
+
+
+def seed_stage(seed: int, stage: str) -> None:
+    """Every stage draws (LoRA's A, dropout, sampling order) from its own seed (VERSION 5). Before, the draws followed
+    whatever the base training and the lr tuning had consumed, so a rerun that loaded them from the cache gave the
+    untrained control another LoRA initialisation; and each candidate lr of a grid now starts from the same draws."""
+    torch.manual_seed(seed * 1000 + 500 + STAGES.index(stage))
 
 
 @dataclasses.dataclass
@@ -102,7 +111,7 @@ def cache_path(cfg: Cfg, base_key: str):
     """The cache file of ``cfg``'s tuned lrs: keyed by the base and everything that shapes training (not the seeds,
     the test set or SmolLM2)."""
     keyed = {k: v for k, v in dataclasses.asdict(cfg).items() if k not in NOT_KEYS}
-    spec = json.dumps([base_key, TUNE_SEED, keyed], sort_keys=True, default=str)
+    spec = json.dumps([base_key, TUNE_SEED, keyed, "stage-seeded"], sort_keys=True, default=str)  # VERSION 5
     return cache_dir() / "zoo" / f"perk-lrs-{hashlib.sha1(spec.encode()).hexdigest()[:10]}.json"
 
 
@@ -120,11 +129,15 @@ def tuned_lrs(cfg: Cfg, base, tok, base_key: str, ctx) -> dict:
             scores = ", ".join(f"{k:g}: {v:.3f}" for k, v in sorted(g.scores.items()))
             ctx.log(f"tuning {name}: {g.best:g} (validation {scores}" + (f"; best step {steps})" if steps else ")"))
 
-        g = tune_on_grid(lambda lr: (acc(lambda c: perk_correct(untrained(base, tok, cfg, sp.world, lr), c), sp.val),
-                                     None), cfg.inner_lr_grid, max_extensions=cfg.max_extensions)  # fmt: skip
+        def inner(lr):
+            seed_stage(TUNE_SEED, "untrained")
+            return acc(lambda c: perk_correct(untrained(base, tok, cfg, sp.world, lr), c), sp.val), None
+
+        g = tune_on_grid(inner, cfg.inner_lr_grid, max_extensions=cfg.max_extensions)
         report("inner_lr", g)
 
         def meta(lr):
+            seed_stage(TUNE_SEED, "perk")
             h = train_perk(base, tok, cfg, sp, g.best, lr, ctx)[1]
             return max(h["val"]), h["best_step"]
 
@@ -132,6 +145,7 @@ def tuned_lrs(cfg: Cfg, base, tok, base_key: str, ctx) -> dict:
         report("outer_lr", gp, gp.payload)
 
         def icr(lr):
+            seed_stage(TUNE_SEED, "fticr")
             h = train_fticr(base, tok, cfg, sp, lr, ctx)[1]
             return max(h["val"]), h["best_step"]
 
