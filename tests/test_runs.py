@@ -24,11 +24,13 @@ def test_run_folder_contents_and_verdicts(fake_paper, tmp_path):
     assert status_of("fake-paper", tmp_path) == "reproduced (quick)"
 
 
-def test_every_seed_file_records_its_environment(fake_paper, tmp_path):
+def test_every_seed_file_records_its_environment(fake_paper, tmp_path, monkeypatch):
+    monkeypatch.setenv("ICLR26_THREADS", "3")
     res = run_paper("fake-paper", scale="smoke", out=tmp_path)
     seed = read_json(res.run_dir / "seeds" / "seed-0.json")
     assert seed["env"]["code"] == runs_mod.code_of(res.card) and "git_commit" in seed["env"]
     assert seed["env"]["peak_rss_mb"] > 0
+    assert seed["env"]["iclr26_threads"] == 3 == read_json(res.run_dir / "env.json")["iclr26_threads"]
 
 
 def test_verdict_is_computed_not_written(fake_paper, tmp_path, monkeypatch):

@@ -37,6 +37,7 @@ from .config import apply_overrides
 from .errors import UserError, unwritable
 from .registry import PaperCard, get_paper
 from .seeding import peak_rss_mb, seed_everything
+from .threads import default_threads
 
 SCALES = ("smoke", "quick", "full")
 
@@ -116,6 +117,9 @@ def environment() -> dict:
         "cpu_count": os.cpu_count(),
         "git_commit": git_commit(),
         "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        # the threads a reproduction computes with: another count changes the order of floating-point sums, and a
+        # long training can then end elsewhere (spwood's quick verdicts moved between 1 and 2 threads)
+        "iclr26_threads": default_threads(),
     }
     for mod in ("torch", "transformers", "numpy", "scipy", "sklearn", "kvpress", "peft", "trl", "e3nn"):
         m = sys.modules.get(mod)

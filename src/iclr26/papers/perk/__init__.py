@@ -138,7 +138,7 @@ CONFIGS = {
 VERSION = 5  # 5: every stage seeded on its own (a cached rerun gives the same draws)
 # 4: base and FT-ICR see only the training length; lrs tuned once on a tuning seed; min_frac rule
 # 3: 5 seeds, PERK outer-lr grid moved down, 500-step cap, 2 grid extensions (VERSION 2 hit edges)
-EXPECTED_SECONDS = {"smoke": 60, "quick": 560, "full": 5400}  # quick v5: 381 s cached, 633 s empty
+EXPECTED_SECONDS = {"smoke": 60, "quick": 500, "full": 5400}  # quick v5, 1 thread: 492 s empty cache
 ACCEPTS_MODEL = False
 MODEL_NOTE = "PERK(your_model, your_tokenizer) works on any gpt2/llama/qwen2 causal LM: see docs/papers/perk.md"
 
