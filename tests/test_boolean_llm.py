@@ -182,6 +182,32 @@ def test_boolean_signal_is_the_gradient_wrt_the_signs():
     torch.testing.assert_close(layer.sign_leaves[1].grad, expected)
 
 
+def test_early_stopping_restores_the_best_state_and_respects_min_steps():
+    model = tiny_model("llama", vocab_size=128, d_model=64, n_layers=2, max_len=32)
+    blocks = torch.randint(0, 128, (32, 16), generator=torch.Generator().manual_seed(0))
+    cfg = MBOKConfig(k=2, steps=50, batch_size=4, boolean_lr=0.5)
+    scores = [5.0, 4.0, 3.0, 3.5, 3.6, 3.7, 3.8, 3.9, 4.0, 4.1, 4.2, 4.3, 4.4, 4.5]
+    seen = []  # (signs, scalings) at every scoring
+
+    def evaluate(student):
+        seen.append([t.clone() for t in student.state_dict().values()])
+        return scores[len(seen) - 1]
+
+    q = quantize_model(copy.deepcopy(model), k=2)
+    info = distill(q, model, blocks, cfg, progress=False, evaluate=evaluate, eval_every=2, patience=3)
+    # scored at steps 0, 2, 4 (best), 6, 8, 10: three without improvement -> stop at step 10, step 4's state back
+    assert (info["best_step"], info["steps_run"], len(seen)) == (4, 10, 6)
+    now = list(q.state_dict().values())
+    assert all(torch.equal(a, b) for a, b in zip(now, seen[2]))
+    assert not all(torch.equal(a, b) for a, b in zip(now, seen[-1]))  # training moved on after the best state
+    seen.clear()
+    q = quantize_model(copy.deepcopy(model), k=2)
+    info = distill(q, model, blocks, cfg, progress=False, evaluate=evaluate, eval_every=2, patience=3, min_steps=20)
+    assert info["steps_run"] == 20 and info["best_step"] == 4  # no stop before min_steps
+    with pytest.raises(ValueError, match="eval_every"):
+        distill(q, model, blocks, cfg, progress=False, evaluate=evaluate, eval_every=0)
+
+
 def test_optimiser_state_far_below_latent_qat():
     model = tiny_model("llama", vocab_size=128, d_model=64, n_layers=1, max_len=32)
     blocks = torch.randint(0, 128, (16, 16), generator=torch.Generator().manual_seed(0))
@@ -245,3 +271,41 @@ def test_smoke_run(tmp_path):
     ps = res.per_seed[0]
     assert ps["optstate_ratio"] < 0.5 and ps["bpw_mbok2"] < ps["bpw_mbok3"]
     assert ps["ppl_mbok1"] > ps["ppl_mbok2"] > ps["ppl_mbok3"]
+    from iclr26.papers import boolean_llm as card
+
+    cap = card.CONFIGS["smoke"].ft_steps
+    for key in ("mbok2_ft", "mbok2_ft_all", "mbok3_ft", "mbok2_scales", "onebit"):  # every variant early-stopped
+        assert 0 <= ps[f"best_step_{key}"] <= ps[f"steps_run_{key}"] <= cap
+    assert all(res.per_seed[s]["eta_last"] == ps["eta_last"] for s in res.per_seed)  # tuned once, shared
+
+
+def test_lr_grid_extends_past_an_edge_winner_and_reports_the_edge(monkeypatch):
+    import dataclasses
+
+    from iclr26.papers import boolean_llm as card
+    from iclr26.papers.boolean_llm import finetune
+
+    class Ctx:
+        def log(self, msg):
+            pass
+
+    monkeypatch.setattr(finetune, "perplexity", lambda student, blocks: student)  # the "student" is its score
+    cfg = dataclasses.replace(card.CONFIGS["quick"], max_grid_extensions=2)
+    runs = []
+
+    def fit(score_of):
+        def f(lr):
+            runs.append(lr)
+            return score_of(lr), {"best_step": 1, "steps_run": 2}
+
+        return f
+
+    interior = finetune.tune_on_grid("x", (0.03, 0.1, 0.3), fit(lambda lr: (lr - 0.1) ** 2), None, cfg, Ctx())
+    assert interior["lr"] == 0.1 and not interior["at_edge"] and sorted(runs) == [0.03, 0.1, 0.3]
+    runs.clear()  # larger is always better: two extensions upward, then the edge is reported, not hidden
+    edge = finetune.tune_on_grid("x", (0.03, 0.1, 0.3), fit(lambda lr: -lr), None, cfg, Ctx())
+    assert edge["lr"] == pytest.approx(2.7) and edge["at_edge"] and len(runs) == 5
+    runs.clear()  # an edge winner that loses once the grid extends is interior
+    dip = finetune.tune_on_grid("x", (0.03, 0.1, 0.3), fit(lambda lr: (lr - 0.01) ** 2), None, cfg, Ctx())
+    assert dip["lr"] == pytest.approx(0.01) and not dip["at_edge"] and set(dip["scores"]) == {"0.00333333", "0.01",
+                                                                                               "0.03", "0.1", "0.3"}

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import random
+from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F
@@ -65,20 +66,61 @@ def distill(
     boolean: bool = True,
     progress: bool = True,
     desc: str = "MBOK finetune",
+    evaluate: Callable[[nn.Module], float] | None = None,
+    eval_every: int = 25,
+    patience: int = 3,
+    min_steps: int = 0,
 ) -> dict:
-    """Finetune ``student`` towards ``teacher`` on token blocks ``[N, T]`` for ``cfg.steps`` steps.
+    """Finetune ``student`` towards ``teacher`` on token blocks ``[N, T]`` for at most ``cfg.steps`` steps.
 
     ``boolean=True``: Boolean kernels (``cfg.kernels``) by bit flips + AdamW on the rest (MBOK). ``boolean=False``:
     AdamW on every trainable tensor (latent-weight QAT baselines such as OneBit). Returns losses, flip rates and
     the measured optimiser-state bytes.
+
+    Early stopping (ours; the paper does not say how long it finetunes): with ``evaluate`` (a score of the student,
+    lower is better, e.g. validation perplexity), the student is scored before the first step and every
+    ``eval_every`` steps; training stops after ``patience`` scores without improvement, never before ``min_steps``,
+    and the best-scoring state (signs included) is restored. ``info`` then holds ``val``, ``best_step``, ``steps_run``.
     """
     if blocks.dim() != 2 or len(blocks) == 0:
         raise ValueError(f"distill expects token blocks [N, T] with N ≥ 1, got shape {tuple(blocks.shape)}")
+    if evaluate is not None and (eval_every < 1 or patience < 1 or min_steps < 0):
+        raise ValueError(f"distill: eval_every and patience must be ≥ 1 and min_steps ≥ 0, got {eval_every}, "
+                         f"{patience}, {min_steps}")  # fmt: skip
+    stop = None if evaluate is None else _EarlyStop(student, evaluate, eval_every, patience, min_steps)
     with torch.enable_grad():
-        return _distill(student, teacher, blocks, cfg, boolean, progress, desc)
+        return _distill(student, teacher, blocks, cfg, boolean, progress, desc, stop)
 
 
-def _distill(student, teacher, blocks, cfg, boolean, progress, desc) -> dict:
+class _EarlyStop:
+    """Scores the student every ``eval_every`` steps, remembers the best state, says when to stop."""
+
+    def __init__(self, student, evaluate, eval_every, patience, min_steps):
+        self.student, self.evaluate, self.every, self.patience, self.min_steps = (
+            student, evaluate, eval_every, patience, min_steps)  # fmt: skip
+        self.val, self.best, self.best_step, self.bad, self.state = [], math.inf, 0, 0, None
+        self.check(0)
+
+    def check(self, step: int) -> bool:
+        """Score after ``step`` steps; True when training should stop."""
+        was_training = self.student.training
+        self.student.eval()
+        score = float(self.evaluate(self.student))
+        self.student.train(was_training)
+        self.val.append(score)
+        if score < self.best:
+            self.best, self.best_step, self.bad = score, step, 0
+            self.state = {k: v.detach().clone() for k, v in self.student.state_dict().items()}
+        else:
+            self.bad += 1
+        return self.bad >= self.patience and step >= self.min_steps
+
+    def restore(self) -> dict:
+        self.student.load_state_dict(self.state)
+        return {"val": self.val, "best_step": self.best_step}
+
+
+def _distill(student, teacher, blocks, cfg, boolean, progress, desc, stop=None) -> dict:
     rng = random.Random(cfg.seed)
     torch.manual_seed(cfg.seed)
     teacher.eval()
@@ -123,6 +165,9 @@ def _distill(student, teacher, blocks, cfg, boolean, progress, desc) -> dict:
         losses.append(float(loss.detach()))
         if step % 10 == 0:
             bar.set_postfix(loss=f"{losses[-1]:.4f}")
+        if stop is not None and (step + 1) % stop.every == 0 and stop.check(step + 1):
+            break
+    stopped = {} if stop is None else {**stop.restore(), "steps_run": len(losses)}
     student.eval()
     latent = [m.weight for m in student.modules() if isinstance(m, OneBitLinear)]
     mem = state_bytes(fp_opt, bool_opt, latent=latent)  # latent FP weights: OneBit-style baselines only
@@ -131,4 +176,4 @@ def _distill(student, teacher, blocks, cfg, boolean, progress, desc) -> dict:
         bool_opt.release()
     for p in student.parameters():
         p.requires_grad_(False)
-    return {"losses": losses, "flip_rates": flips, "memory": mem, "n_boolean_trained": n_bool}
+    return {"losses": losses, "flip_rates": flips, "memory": mem, "n_boolean_trained": n_bool, **stopped}

@@ -18,7 +18,6 @@ from iclr26.compression.mbok import (
     boolean_layers,
     distill,
     fake_quantize_model,
-    onebit_model,
     quantizable_linears,
     quantize_model,
     save_packed,
@@ -29,61 +28,13 @@ from iclr26.lm.train import encode_stream
 from iclr26.worlds.text import load_domain, test_split, train_split
 
 from . import Cfg
-
-
-@torch.no_grad()
-def perplexity(model, blocks: torch.Tensor, batch_size: int = 8) -> float:
-    """exp(mean next-token NLL) over every predicted token of the blocks."""
-    model.eval()
-    nll, n = 0.0, 0
-    for i in range(0, len(blocks), batch_size):
-        ids = blocks[i : i + batch_size]
-        logits = model(input_ids=ids).logits.float()
-        loss = torch.nn.functional.cross_entropy(logits[:, :-1].reshape(-1, logits.shape[-1]), ids[:, 1:].reshape(-1),
-                                                 reduction="sum")  # fmt: skip
-        nll, n = nll + float(loss), n + ids[:, 1:].numel()
-    return math.exp(nll / n)
-
-
-def _spec(cfg: Cfg) -> zoo.ZooSpec:
-    return zoo.register(
-        zoo.ZooSpec(
-            f"pyman-tiny-d{cfg.d_model}-L{cfg.n_layers}-{cfg.pretrain_steps}",
-            "llama",
-            model=dict(d_model=cfg.d_model, n_layers=cfg.n_layers, n_heads=4, max_len=cfg.seq_len),
-            world="text",
-            world_kwargs=dict(domains=["python_manual"], vocab_size=1024),
-            train=dict(steps=cfg.pretrain_steps, batch_size=16, lr=3e-3, warmup=30, seq_len=cfg.seq_len),
-            description="tiny llama on Python's reference manual, for MBOK",
-        )
-    )
-
-
-def _tuned(name, grid, make, val, cfg: Cfg, ctx):
-    """Pick a learning rate on the validation blocks: run ``make(lr)`` for each grid value; while the best value sits
-    on an edge of the grid, extend it by a factor 3 beyond that edge (at most ``cfg.max_grid_extensions`` times)."""
-    grid, res, ext = sorted(grid), {}, 0
-    while True:
-        for lr in grid:
-            if lr not in res:
-                student, info = make(lr)
-                res[lr] = (perplexity(student, val), student, info)
-        best = min(grid, key=lambda v: res[v][0])
-        if len(grid) > 1 and ext < cfg.max_grid_extensions and best in (grid[0], grid[-1]):
-            grid = [grid[0] / 3, *grid] if best == grid[0] else [*grid, grid[-1] * 3]
-            ext += 1
-            continue
-        ctx.log(f"{name}: validation PPL {', '.join(f'{v:g}: {res[v][0]:.2f}' for v in grid)} -> {best:g}")
-        return best, res[best][1], res[best][2]
+from .finetune import makers, perplexity, text_blocks, tiny_spec, tuned_lrs
 
 
 def _tiny(cfg: Cfg, seed: int, ctx, m: dict) -> None:
-    spec = _spec(cfg)
-    model, tok = zoo.load(spec.name, seed=seed, progress=not ctx.quiet)
-    docs = load_domain("python_manual")
-    held = encode_stream(tok, test_split(docs), cfg.seq_len)
-    val, test = held[0::2], held[1::2]  # interleaved halves of the held-out manual pages
-    train = encode_stream(tok, train_split(docs), cfg.seq_len)
+    lrs = tuned_lrs(cfg, ctx)  # once per config, on the tuning model (cached)
+    model, tok = zoo.load(tiny_spec(cfg).name, seed=seed, progress=not ctx.quiet)
+    train, val, test = text_blocks(tok, cfg)
     g = torch.Generator().manual_seed(seed)
     calib = train[torch.randperm(len(train), generator=g)[: cfg.calib_blocks]]
     ppl = lambda mod: perplexity(mod, test)  # noqa: E731
@@ -112,47 +63,33 @@ def _tiny(cfg: Cfg, seed: int, ctx, m: dict) -> None:
         )  # fmt: skip
     )
 
-    base = MBOKConfig(steps=cfg.ft_steps, batch_size=cfg.ft_batch, gamma=cfg.gamma, fp_lr=cfg.fp_lr, seed=seed)
-    prog = not ctx.quiet
+    # every finetuned variant by one rule (finetune.py): early stopping on validation perplexity, lr tuned once
+    fits = makers(cfg, model, train, val, seed, progress=not ctx.quiet)
+    m["lr_at_edge"] = float(any(v["at_edge"] for v in lrs.values()))
 
-    def mbok_ft(k, kernels, boolean=True, fp_lr=None):
-        def make(lr):
-            student = copy.deepcopy(data_free[k])
-            c = dataclasses.replace(base, k=k, kernels=kernels, boolean_lr=lr if boolean else 0.1,
-                                    fp_lr=fp_lr or (base.fp_lr if boolean else lr))  # fmt: skip
-            t0 = time.time()
-            info = distill(student, model, train, c, boolean=boolean, progress=prog, desc=f"K={k} {kernels} {lr:g}")
-            info["seconds"] = time.time() - t0
-            return student, info
+    def fit(name, key, lr):
+        st, info = fits[name](lr)
+        m[f"ppl_{key}"] = ppl(st)
+        m[f"best_step_{key}"], m[f"steps_run_{key}"] = float(info["best_step"]), float(info["steps_run"])
+        m[f"at_cap_{key}"] = float(info["steps_run"] >= cfg.ft_steps)  # the cap, not patience, ended it
+        return st, info
 
-        return make
-
-    eta, st, info = _tuned("K=2 last kernel", cfg.bool_lr_grid, mbok_ft(2, "last"), val, cfg, ctx)
-    m["ppl_mbok2_ft"], m["eta_last"], m["seconds_ft_mbok2"] = ppl(st), eta, info["seconds"]
+    m["eta_last"], m["eta_all"] = lrs["last"]["lr"], lrs["all"]["lr"]
+    m["lr_scales"], m["lr_onebit"] = lrs["scales"]["lr"], lrs["onebit"]["lr"]
+    st, info = fit("last", "mbok2_ft", m["eta_last"])
+    m["seconds_ft_mbok2"] = info["seconds"]
     m["flip_rate_last"] = sum(info["flip_rates"]) / len(info["flip_rates"])
     n_w = sum(layer.n_weights for _, layer in boolean_layers(st))
     mem = info["memory"]
     m["optstate_bpw_mbok"] = (mem["fp_state"] + mem["boolean_state"] + mem["latent"]) / n_w
-    eta_a, st, info = _tuned("K=2 all kernels", cfg.bool_lr_grid, mbok_ft(2, "all"), val, cfg, ctx)
-    m["ppl_mbok2_ft_all"], m["eta_all"] = ppl(st), eta_a
+    st, info = fit("all", "mbok2_ft_all", m["eta_all"])
     m["flip_rate_all"] = sum(info["flip_rates"]) / len(info["flip_rates"])
     m["rel_last_vs_all"] = m["ppl_mbok2_ft"] / m["ppl_mbok2_ft_all"] - 1
-    st, _ = mbok_ft(3, "last")(eta)  # K = 3 reuses the η picked for K = 2 (saves a grid; stated in the docs)
-    m["ppl_mbok3_ft"] = ppl(st)
+    fit("k3", "mbok3_ft", m["eta_last"])  # K = 3 reuses the η picked for K = 2 (saves a grid; stated in the docs)
     m["ratio_mbok3_ft_fp"] = m["ppl_mbok3_ft"] / m["ppl_fp"]
-    lr_s, st, _ = _tuned("K=2 scalings only", cfg.scale_lr_grid, mbok_ft(2, "last", boolean=False), val, cfg, ctx)
-    m["ppl_mbok2_scales"], m["lr_scales"] = ppl(st), lr_s
-
-    def onebit(lr):
-        student = onebit_model(copy.deepcopy(model))
-        c = dataclasses.replace(base, k=1, fp_lr=lr)
-        t0 = time.time()
-        info = distill(student, model, train, c, boolean=False, progress=prog, desc=f"OneBit {lr:g}")
-        info["seconds"] = time.time() - t0
-        return student, info
-
-    lr_o, st, info = _tuned("OneBit QAT", cfg.qat_lr_grid, onebit, val, cfg, ctx)
-    m["ppl_onebit"], m["lr_onebit"], m["seconds_ft_onebit"] = ppl(st), lr_o, info["seconds"]
+    fit("scales", "mbok2_scales", m["lr_scales"])
+    st, info = fit("onebit", "onebit", m["lr_onebit"])
+    m["seconds_ft_onebit"] = info["seconds"]
     mem = info["memory"]
     m["optstate_bpw_onebit"] = (mem["fp_state"] + mem["boolean_state"] + mem["latent"]) / n_w
     m["optstate_ratio"] = m["optstate_bpw_mbok"] / m["optstate_bpw_onebit"]
