@@ -73,6 +73,25 @@ def test_decoder_window_attention_through_gradients():
     assert (g2[:4] > 0).all() and (g2[4:] == 0).all()
 
 
+def test_precomputed_rope_tables_give_the_same_attention_bit_for_bit():
+    from iclr26.vision.wint3r.model import Attn, WinT3R, WinT3RConfig, grid_positions, rope_table
+
+    torch.manual_seed(0)
+    attn = Attn(16, 2)
+    x, mem = torch.randn(2, 6, 16), torch.randn(2, 5, 16)
+    pq, pk = grid_positions(2, 3), grid_positions(1, 5, offset=1)
+    per_call = attn(x, mem=mem, pos=pq, mem_pos=pk)
+    tabled = attn(x, mem=mem, pos=rope_table(pq, 8), mem_pos=rope_table(pk, 8))
+    assert torch.equal(per_call, tabled)
+    model = WinT3R(WinT3RConfig())
+    tab = model.rope_tables(torch.zeros(1), "frame", 3)  # the decoder's window positions, repeated per frame
+    assert tab[0].shape == (3 * (1 + model.n_patch), model.cfg.dim // model.cfg.heads)
+    assert model.rope_tables(torch.zeros(1), "frame", 3) is tab  # computed once, then reused
+    with torch.inference_mode():
+        model.rope_tables(torch.zeros(1), "state")
+    model(torch.rand(1, 4, 3, 24, 32))["pts"].sum().backward()  # a table made under inference mode still trains
+
+
 def test_rope2d_depends_only_on_relative_position_and_keeps_norms():
     from iclr26.vision.wint3r.model import grid_positions, rope2d
 

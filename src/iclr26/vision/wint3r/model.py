@@ -71,18 +71,31 @@ class WinT3RConfig:
             raise ValueError("WinT3RConfig: gamma in (0, 1], alpha >= 0 and cam_weight >= 0 are required")
 
 
+def rope_table(pos: torch.Tensor, head_dim: int, base: float = 100.0, dtype=torch.float32, device=None):
+    """cos and sin tables, each (N, head_dim), of the 2-D RoPE for integer (y, x) positions pos (N, 2): computed once
+    per set of positions and shared by every attention that sees them (the same numbers as computing them per call)."""
+    d = head_dim // 2
+    inv = 1.0 / base ** (torch.arange(0, d, 2, dtype=dtype, device=device) / d)
+    cos, sin = [], []
+    for k in range(2):  # first half of the channels: y; second half: x
+        f = pos[:, k, None].to(device=device, dtype=dtype) * inv
+        f = torch.cat([f, f], -1)
+        cos.append(f.cos()), sin.append(f.sin())
+    return torch.cat(cos, -1), torch.cat(sin, -1)
+
+
+def apply_rope(t: torch.Tensor, table) -> torch.Tensor:
+    """Rotate t (..., N, D) by a `rope_table`: within each half [x1, x2] of the channels, x cos + [-x2, x1] sin."""
+    cos, sin = table
+    x = t.unflatten(-1, (2, 2, t.shape[-1] // 4))  # (..., half, quarter, D/4)
+    rot = torch.stack([-x[..., 1, :], x[..., 0, :]], -2).flatten(-3)
+    return t * cos + rot * sin
+
+
 def rope2d(t: torch.Tensor, pos: torch.Tensor, base: float = 100.0) -> torch.Tensor:
     """2-D rotary position embedding (CroCo's RoPE2D, base 100): the first half of each head's channels is rotated by
     the y position, the second half by the x position. t (B, H, N, D), pos (N, 2) integer (y, x)."""
-    d = t.shape[-1] // 2
-    inv = 1.0 / base ** (torch.arange(0, d, 2, dtype=t.dtype) / d)
-    out = []
-    for k, half in enumerate(t.chunk(2, -1)):
-        f = pos[:, k, None].to(t.dtype) * inv
-        f = torch.cat([f, f], -1)
-        x1, x2 = half.chunk(2, -1)
-        out.append(half * f.cos() + torch.cat([-x2, x1], -1) * f.sin())
-    return torch.cat(out, -1)
+    return apply_rope(t, rope_table(pos, t.shape[-1], base, t.dtype, t.device))
 
 
 def grid_positions(rows: int, cols: int, n: int | None = None, offset: int = 0) -> torch.Tensor:
@@ -100,14 +113,17 @@ class Attn(nn.Module):
         self.q, self.kv, self.out = nn.Linear(dim, dim), nn.Linear(dim, 2 * dim), nn.Linear(dim, dim)
 
     def forward(self, x, mem=None, mask=None, pos=None, mem_pos=None):
-        """`pos` / `mem_pos`: (N, 2) RoPE positions of the queries / keys (None: no RoPE)."""
+        """`pos` / `mem_pos`: RoPE of the queries / keys, as (N, 2) positions or a precomputed `rope_table` (None: no
+        RoPE)."""
         b, n, c = x.shape
         xn = self.norm(x)
         m = xn if mem is None else self.norm_m(mem)
         q = self.q(xn).view(b, n, self.h, -1).transpose(1, 2)
         k, v = self.kv(m).view(b, m.shape[1], 2, self.h, -1).permute(2, 0, 3, 1, 4)
         if pos is not None:
-            q, k = rope2d(q, pos), rope2d(k, pos if mem is None else mem_pos)
+            kpos = pos if mem is None else mem_pos
+            q = apply_rope(q, pos) if isinstance(pos, tuple) else rope2d(q, pos)
+            k = apply_rope(k, kpos) if isinstance(kpos, tuple) else rope2d(k, kpos)
         y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
         return x + self.out(y.transpose(1, 2).reshape(b, n, c))
 
@@ -166,6 +182,7 @@ class WinT3R(nn.Module):
         self.rope_pos = {"enc": grid_positions(hp, wp), "state": grid_positions(side, side, c.state_size),
                          "frame": torch.cat([torch.zeros(1, 2, dtype=torch.long), grid_positions(hp, wp, offset=1)])
                          } if rope else None  # fmt: skip
+        self._rope_cache: dict = {}
         self.enc = nn.ModuleList([nn.ModuleList([Attn(d, c.heads), MLP(d)]) for _ in range(c.enc_depth)])
         self.enc_norm, self.dec_embed = nn.LayerNorm(d), nn.Linear(d, d)
         self.cam_token = nn.Parameter(torch.randn(1, 1, 1, d) * 1e-6)  # code: N(0, 1e-6) init
@@ -188,12 +205,23 @@ class WinT3R(nn.Module):
         self.cam_head = CameraHead(2 * d, c.heads, c.cam_depth)
 
     # ---------------------------------------------------------------- parts
+    def rope_tables(self, like: torch.Tensor, name: str, repeat: int = 1):
+        """The cos/sin tables of the positions `name` (repeated `repeat` times), for `like`'s dtype and device;
+        computed on first use and cached (the positions are fixed by the config)."""
+        key = (name, repeat, like.dtype, like.device)
+        if key not in self._rope_cache:
+            with torch.inference_mode(False), torch.no_grad():  # plain constants, reusable under autograd
+                pos = self.rope_pos[name].repeat(repeat, 1)
+                table = rope_table(pos, self.cfg.dim // self.cfg.heads, dtype=like.dtype, device=like.device)
+            self._rope_cache[key] = table
+        return self._rope_cache[key]
+
     def encode(self, frames: torch.Tensor) -> torch.Tensor:
         """(B, T, 3, H, W) -> (B, T, P, C): Eq. 1, each frame on its own (cacheable in streaming)."""
         b, t = frames.shape[:2]
         x = self.patch_embed(frames.flatten(0, 1)).flatten(2).transpose(1, 2)
         x = x + self.pos if self.pos is not None else x
-        pos = self.rope_pos["enc"] if self.rope_pos else None
+        pos = self.rope_tables(x, "enc") if self.rope_pos else None
         for attn, mlp in self.enc:
             x = mlp(attn(x, pos=pos))
         return self.dec_embed(self.enc_norm(x)).view(b, t, self.n_patch, -1)
@@ -207,8 +235,7 @@ class WinT3R(nn.Module):
         frame_blk = torch.arange(w).repeat_interleave(n + 1)
         frame_mask = frame_blk[:, None] == frame_blk[None, :]  # attention inside each frame (local stream)
         x = x.reshape(b, w * (n + 1), d)
-        rp = self.rope_pos
-        sp, xp = (rp["state"], rp["frame"].repeat(w, 1)) if rp else (None, None)
+        sp, xp = (self.rope_tables(x, "state"), self.rope_tables(x, "frame", w)) if self.rope_pos else (None, None)
         for (s_self, s_cross, s_mlp), (x_cross, w_attn, w_mlp, f_attn, f_mlp) in zip(
             self.state_blocks, self.img_blocks
         ):
