@@ -74,7 +74,7 @@ def test_decoder_window_attention_through_gradients():
 
 
 def test_precomputed_rope_tables_give_the_same_attention_bit_for_bit():
-    from iclr26.vision.wint3r.model import Attn, WinT3R, WinT3RConfig, grid_positions, rope_table
+    from iclr26.vision.wint3r.model import Attn, WinT3R, WinT3RConfig, grid_positions, rope2d, rope_table
 
     torch.manual_seed(0)
     attn = Attn(16, 2)
@@ -83,6 +83,15 @@ def test_precomputed_rope_tables_give_the_same_attention_bit_for_bit():
     per_call = attn(x, mem=mem, pos=pq, mem_pos=pk)
     tabled = attn(x, mem=mem, pos=rope_table(pq, 8), mem_pos=rope_table(pk, 8))
     assert torch.equal(per_call, tabled)
+    # against CroCo's RoPE2D written out: each half of the channels rotated by its coordinate, pairs (i, i + D/4)
+    t, pos = torch.randn(1, 2, 6, 8), grid_positions(2, 3)
+    ref = []
+    for k, half in enumerate(t.chunk(2, -1)):
+        f = pos[:, k, None].float() * (1.0 / 100.0 ** (torch.arange(0, 4, 2).float() / 4))
+        f = torch.cat([f, f], -1)
+        x1, x2 = half.chunk(2, -1)
+        ref.append(half * f.cos() + torch.cat([-x2, x1], -1) * f.sin())
+    torch.testing.assert_close(rope2d(t, pos), torch.cat(ref, -1), rtol=0, atol=1e-6)
     model = WinT3R(WinT3RConfig())
     tab = model.rope_tables(torch.zeros(1), "frame", 3)  # the decoder's window positions, repeated per frame
     assert tab[0].shape == (3 * (1 + model.n_patch), model.cfg.dim // model.cfg.heads)
