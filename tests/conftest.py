@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import pytest
 
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+os.environ.setdefault("ICLR26_JOBS", "1")  # seeds in this process: fake papers exist only here (test_parallel: 2)
 
 
 @dataclass(frozen=True)

@@ -30,6 +30,19 @@ def _seeds(text: str) -> tuple[int, ...]:
     return seeds
 
 
+_JOBS_HELP = "seeds computed at once, each in its own process (default: $ICLR26_JOBS, else as many as the cores allow)"
+
+
+def _jobs(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"--jobs takes a positive integer (seeds at once), got {text!r}")
+    return n
+
+
 def _dump(obj) -> None:
     print(json.dumps(obj, indent=2, sort_keys=True, default=str, allow_nan=True))
 
@@ -178,7 +191,8 @@ def cmd_run(args) -> int:
     from .core.config import parse_assignments
 
     res = run_paper(args.slug, scale=args.scale, seeds=args.seeds, model=args.model, out=args.runs,
-                    force=args.force, quiet=args.json, overrides=parse_assignments(args.set))  # fmt: skip
+                    force=args.force, quiet=args.json, overrides=parse_assignments(args.set),
+                    jobs=args.jobs)  # fmt: skip
     if args.json:
         _dump(res.to_dict())
     else:
@@ -195,7 +209,8 @@ def cmd_reproduce(args) -> int:
     failed = []
     for slug in slugs:
         try:
-            _print_result(run_paper(slug, scale=args.scale, seeds=args.seeds, out=args.runs, force=args.force))
+            _print_result(run_paper(slug, scale=args.scale, seeds=args.seeds, out=args.runs, force=args.force,
+                                    jobs=args.jobs))  # fmt: skip
         except KeyboardInterrupt:
             raise
         except Exception as exc:  # one broken paper must not stop the others; its traceback is printed
@@ -270,6 +285,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--set", action="append", metavar="NAME=VALUE", help="override a config field (repeatable)")
     s.add_argument("--force", action="store_true", help="rerun even if a complete run folder exists")
     s.add_argument("--json", action="store_true", help="print the result as JSON (progress still goes to stderr)")
+    s.add_argument("--jobs", type=_jobs, default=None, help=_JOBS_HELP)
     common(s)
     s.set_defaults(func=cmd_run)
     s = sub.add_parser("reproduce", help="run every paper that has a reproduction, then the report")
@@ -277,6 +293,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--scale", choices=SCALES, default="quick")
     s.add_argument("--seeds", type=_seeds, default=None)
     s.add_argument("--force", action="store_true")
+    s.add_argument("--jobs", type=_jobs, default=None, help=_JOBS_HELP)
     common(s, report=True)
     s.set_defaults(func=cmd_reproduce)
     s = sub.add_parser("report", help="collect the run folders into REPORT/index.md and index.html")

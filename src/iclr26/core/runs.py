@@ -18,6 +18,7 @@ fingerprint differs) is rerun, never mixed in; a complete folder made by other c
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import json
@@ -251,10 +252,12 @@ def run_paper(
     force: bool = False,
     quiet: bool = False,
     overrides: dict[str, str] | None = None,
+    jobs: int | None = None,
 ) -> RunResult:
     """Run the reproduction of `slug` at `scale` over `seeds`, resuming an interrupted run, and compute verdicts.
 
-    `out` is the root of the run folders; `overrides` ({field: text}) change config fields and so the run key.
+    `out` is the root of the run folders; `overrides` ({field: text}) change config fields and so the run key;
+    `jobs` seeds are computed at once in worker processes (default `ICLR26_JOBS`, see `core.parallel`).
     """
     card, mod, cfg = resolve(slug, scale, model, overrides)
     seeds = validate_seeds(tuple(getattr(cfg, "seeds", (0, 1, 2))) if seeds is None else seeds)
@@ -267,10 +270,10 @@ def run_paper(
     except OSError as exc:
         raise unwritable(run_dir, exc) from exc
     with file_lock(run_dir / ".lock", f"the run folder {run_dir}", quiet=quiet):
-        return _run_locked(card, mod, cfg, scale, seeds, model, run_dir, version, force, quiet, overrides or {})
+        return _run_locked(card, mod, cfg, scale, seeds, model, run_dir, version, force, quiet, overrides or {}, jobs)
 
 
-def _run_locked(card, mod, cfg, scale, seeds, model, run_dir, version, force, quiet, overrides) -> RunResult:
+def _run_locked(card, mod, cfg, scale, seeds, model, run_dir, version, force, quiet, overrides, jobs) -> RunResult:
     code = code_of(card)
     verdict_file = run_dir / "verdicts.json"
     if verdict_file.exists() and not force:
@@ -292,9 +295,7 @@ def _run_locked(card, mod, cfg, scale, seeds, model, run_dir, version, force, qu
     atomic_write_json(run_dir / "env.json", env)
     append_log(run_dir, f"--- {time.strftime('%Y-%m-%d %H:%M:%S')} run {card.slug} {scale} seeds {list(seeds)}")
     per_seed: dict[int, dict[str, float]] = {}
-    exp = card.experiment()
-    from .threads import run_threads
-
+    todo = []
     for seed in seeds:
         seed_file = run_dir / "seeds" / f"seed-{seed}.json"
         if seed_file.exists() and not force:
@@ -306,17 +307,16 @@ def _run_locked(card, mod, cfg, scale, seeds, model, run_dir, version, force, qu
             stale = seed_file.with_name(f"seed-{seed}.code-{prev.get('env', {}).get('code', 'unknown')}.json")
             os.replace(seed_file, stale)  # kept, never mixed in
             append_log(run_dir, f"[{card.slug} seed {seed}] measured by other code: moved to {stale.name}; rerun")
-        ctx = RunContext(card.slug, scale, seed, run_dir, model=model, quiet=quiet)
-        seed_everything(seed)
-        ts = time.time()
-        with run_threads():
-            metrics = exp.run(cfg, seed, ctx)
-        metrics = {k: float(v) if v is not None else math.nan for k, v in _jsonable(metrics).items()}
-        seconds = time.time() - ts
-        seed_env = {**environment(), "code": code, "version": version, "peak_rss_mb": peak_rss_mb()}
-        atomic_write_json(seed_file, {"seed": seed, "metrics": metrics, "seconds": seconds, "env": seed_env})
-        append_log(run_dir, f"[{card.slug} seed {seed}] finished in {seconds:.1f} s")
+        todo.append(seed)
+    from .parallel import default_jobs, run_all
+
+    jobs = default_jobs(len(todo)) if jobs is None else max(1, min(jobs, len(todo) or 1))
+    if jobs > 1:
+        append_log(run_dir, f"seeds {todo} in {jobs} worker processes of {default_threads()} thread(s) each")
+    calls = [(card.slug, scale, cfg, seed, model, str(run_dir), code, version, quiet) for seed in todo]
+    for seed, metrics in zip(todo, run_all(run_seed, calls, jobs)):
         per_seed[seed] = metrics
+    exp = card.experiment()
     values = [per_seed[s] for s in seeds]
     agg = aggregate(values)
     atomic_write_json(
@@ -337,7 +337,8 @@ def _run_locked(card, mod, cfg, scale, seeds, model, run_dir, version, force, qu
         "rule": RULE,
         "claims": claims,
         "seconds": seconds,
-        "peak_rss_mb": peak_rss_mb(),
+        "peak_rss_mb": _peak_of(run_dir, seeds),  # the largest process: this one or a seed's worker
+        "jobs": jobs,  # seeds computed at once (worker processes); 1: one after another
         "commit": env.get("git_commit"),
         "code": code,
         "version": version,
@@ -346,6 +347,33 @@ def _run_locked(card, mod, cfg, scale, seeds, model, run_dir, version, force, qu
     append_log(run_dir, f"finished in {seconds:.1f} s")
     atomic_write_json(run_dir / "verdicts.json", info)
     return RunResult(card, run_dir, per_seed, agg, claims, seconds=seconds, info=info)
+
+
+def _peak_of(run_dir: Path, seeds) -> float:
+    peaks = [peak_rss_mb()]
+    for seed in seeds:
+        with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
+            peaks.append(float(read_json(run_dir / "seeds" / f"seed-{seed}.json")["env"]["peak_rss_mb"]))
+    return max(peaks)
+
+
+def run_seed(slug, scale, cfg, seed, model, run_dir, code, version, quiet) -> dict[str, float]:
+    """Compute one seed from its own seed (in this process or a worker) and write seeds/seed-N.json atomically."""
+    from .threads import run_threads
+
+    card, run_dir = get_paper(slug), Path(run_dir)
+    ctx = RunContext(card.slug, scale, seed, run_dir, model=model, quiet=quiet)
+    seed_everything(seed)
+    ts = time.time()
+    with run_threads():
+        metrics = card.experiment().run(cfg, seed, ctx)
+    metrics = {k: float(v) if v is not None else math.nan for k, v in _jsonable(metrics).items()}
+    seconds = time.time() - ts
+    seed_env = {**environment(), "code": code, "version": version, "peak_rss_mb": peak_rss_mb()}
+    seed_file = run_dir / "seeds" / f"seed-{seed}.json"
+    atomic_write_json(seed_file, {"seed": seed, "metrics": metrics, "seconds": seconds, "env": seed_env})
+    append_log(run_dir, f"[{card.slug} seed {seed}] finished in {seconds:.1f} s")
+    return metrics
 
 
 def _reproducible():

@@ -22,14 +22,17 @@ from .errors import UserError
 def default_threads() -> int:
     """`ICLR26_THREADS` if set (a positive integer), else 1."""
     text = os.environ.get("ICLR26_THREADS", "").strip()
-    if not text:
-        return 1
+    return positive_int("ICLR26_THREADS", text, "threads per process") if text else 1
+
+
+def positive_int(name: str, text: str, what: str) -> int:
+    """``int(text)`` of a setting that must be a positive integer, else a UserError naming the setting."""
     try:
         n = int(text)
     except ValueError:
         n = 0
     if n < 1:
-        raise UserError(f"ICLR26_THREADS must be a positive integer (threads per process), got {text!r}")
+        raise UserError(f"{name} must be a positive integer ({what}), got {text!r}")
     return n
 
 
