@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import random
 import time
+from collections.abc import Sequence
 from contextlib import contextmanager
 
 
@@ -24,6 +25,17 @@ def seed_everything(seed: int) -> None:
         torch.manual_seed(seed)
     except ImportError:
         pass
+
+
+def stage_seed(seed: int, stage: str, stages: Sequence[str]) -> int:
+    """The seed of one stage of a seed's run: ``seed·1000 + 500 + stages.index(stage)``.
+
+    A run whose stages (a base, a tuning, the method, each baseline) each start from their own seed draws the same
+    numbers in a stage whether the stages before it were trained (consuming random numbers) or loaded from the cache,
+    and whether or not they ran at all (perk, mlr)."""
+    if stage not in stages:
+        raise ValueError(f"unknown stage {stage!r}; the stages are {', '.join(stages)}")
+    return seed * 1000 + 500 + list(stages).index(stage)
 
 
 @contextmanager

@@ -21,6 +21,8 @@ import torch.nn.functional as F
 from torch import nn
 from tqdm.auto import tqdm
 
+from iclr26.core.stopping import EarlyStopping
+
 from .baselines import OneBitLinear
 from .config import MBOKConfig
 from .model import boolean_layers
@@ -93,12 +95,11 @@ def distill(
 
 
 class _EarlyStop:
-    """Scores the student every ``eval_every`` steps, remembers the best state, says when to stop."""
+    """Scores the student every ``eval_every`` steps (lower is better); the rule is ``core.stopping.EarlyStopping``."""
 
     def __init__(self, student, evaluate, eval_every, patience, min_steps):
-        self.student, self.evaluate, self.every, self.patience, self.min_steps = (
-            student, evaluate, eval_every, patience, min_steps)  # fmt: skip
-        self.val, self.best, self.best_step, self.bad, self.state = [], math.inf, 0, 0, None
+        self.student, self.evaluate, self.every = student, evaluate, eval_every
+        self.rule = EarlyStopping(patience, min_steps, higher_is_better=False)
         self.check(0)
 
     def check(self, step: int) -> bool:
@@ -107,17 +108,12 @@ class _EarlyStop:
         self.student.eval()
         score = float(self.evaluate(self.student))
         self.student.train(was_training)
-        self.val.append(score)
-        if score < self.best:
-            self.best, self.best_step, self.bad = score, step, 0
-            self.state = {k: v.detach().clone() for k, v in self.student.state_dict().items()}
-        else:
-            self.bad += 1
-        return self.bad >= self.patience and step >= self.min_steps
+        snapshot = lambda: {k: v.detach().clone() for k, v in self.student.state_dict().items()}  # noqa: E731
+        return self.rule.update(step, score, snapshot)
 
     def restore(self) -> dict:
-        self.student.load_state_dict(self.state)
-        return {"val": self.val, "best_step": self.best_step}
+        self.student.load_state_dict(self.rule.state)
+        return {"val": self.rule.scores, "best_step": self.rule.best_step}
 
 
 def _distill(student, teacher, blocks, cfg, boolean, progress, desc, stop=None) -> dict:

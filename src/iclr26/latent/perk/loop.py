@@ -4,13 +4,14 @@ best state. One loop for both, so that the method and its baseline are trained b
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Callable, Sequence
 
 import torch
 from tqdm.auto import tqdm
 from transformers import get_cosine_schedule_with_warmup
+
+from iclr26.core.stopping import EarlyStopping
 
 
 def fit(
@@ -35,7 +36,7 @@ def fit(
     params = list(params)
     sched = get_cosine_schedule_with_warmup(opt, max(1, int(warmup * steps)), steps)  # linear warm-up, cosine
     hist = {"loss": [], "val": [], "val_step": [], "best_step": 0, "seconds": 0.0}
-    best, best_state, bad, t0 = -math.inf, None, 0, time.time()
+    rule, t0 = EarlyStopping(patience, min_steps), time.time()  # higher is better
     bar = tqdm(range(steps), desc=desc, disable=not progress, leave=False)
     for step in bar:
         batch = sample(step)
@@ -54,16 +55,12 @@ def fit(
             hist["val"].append(score)
             hist["val_step"].append(step + 1)
             bar.set_postfix(loss=f"{total:.3f}", val=f"{score:.3f}")
-            if score > best:
-                best, bad, hist["best_step"] = score, 0, step + 1
-                best_state = [p.detach().clone() for p in params]
-            else:
-                bad += 1
-                if bad >= patience and step + 1 >= min_steps:
-                    break
-    if best_state is not None:
+            if rule.update(step + 1, score, lambda: [p.detach().clone() for p in params]):
+                break
+    hist["best_step"] = rule.best_step
+    if rule.state is not None:
         with torch.no_grad():
-            for p, s in zip(params, best_state):
+            for p, s in zip(params, rule.state):
                 p.copy_(s)
     hist["seconds"] = time.time() - t0
     return hist

@@ -17,6 +17,7 @@ from transformers.utils import logging as hf_logging
 
 from iclr26.core.locks import file_lock
 from iclr26.core.paths import cache_dir
+from iclr26.core.seeding import seed_everything, stage_seed
 from iclr26.core.threads import run_threads
 from iclr26.lm.tiny import tiny_model
 from iclr26.lm.tokenizer import build_word_tokenizer
@@ -404,9 +405,7 @@ def _run(cfg: Cfg, seed: int, ctx) -> dict[str, float]:
     def timed(name, fn):
         # every stage starts from its own seed, so that its sampling does not depend on whether the stages before it
         # were trained (consuming random numbers) or loaded from the cache
-        torch.manual_seed(seed * 1000 + 500 + STAGES.index(name))
-        random.seed(seed * 1000 + 500 + STAGES.index(name))
-        np.random.seed(seed * 1000 + 500 + STAGES.index(name))
+        seed_everything(stage_seed(seed, name, STAGES))  # torch, random and numpy
         t = time.process_time()
         systems[name] = fn()
         secs[name] = time.process_time() - t

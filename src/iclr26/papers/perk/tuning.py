@@ -26,6 +26,7 @@ import torch
 
 from iclr26.core.locks import cached_json
 from iclr26.core.paths import cache_dir
+from iclr26.core.seeding import stage_seed
 from iclr26.latent.perk import FTICR, PERK, FTICRConfig, PERKConfig
 from iclr26.probing.tuning import tune_on_grid
 from iclr26.worlds.perk import TASKS, KVWorld
@@ -42,7 +43,7 @@ def seed_stage(seed: int, stage: str) -> None:
     """Every stage draws (LoRA's A, dropout, sampling order) from its own seed (VERSION 5). Before, the draws followed
     whatever the base training and the lr tuning had consumed, so a rerun that loaded them from the cache gave the
     untrained control another LoRA initialisation; and each candidate lr of a grid now starts from the same draws."""
-    torch.manual_seed(seed * 1000 + 500 + STAGES.index(stage))
+    torch.manual_seed(stage_seed(seed, stage, STAGES))
 
 
 @dataclasses.dataclass
