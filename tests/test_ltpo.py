@@ -202,6 +202,9 @@ def test_smoke_run_of_the_paper():
                 assert name in card.METRICS and name in m, name
     assert all(k in card.METRICS for k in m)
     assert 0 <= m["acc_ood_ltpo"] <= 1 and m["speedup_cache_world"] > 0
+    if m["moved_ood_ltpo"] == 0:  # no answer changed: the same accuracy as CoT-Unk, exactly
+        assert m["acc_ood_ltpo"] == m["acc_ood_cotunk"]
+    assert 0 <= m["moved_ood_ltpo_centre"] <= 1 and 0 <= m["acc_ood_ltpo_centre"] <= 1
     assert [name for name, _ in experiment.plots(None, {0: m}, cfg_)] == ["accuracy_by_method"]
 
 
@@ -216,3 +219,18 @@ def test_solve_on_a_plain_lm_without_chat_template():
     assert problem.placeholder_id == tok.unk_token_id and len(problem.suffix_ids) == 3
     text, trace = ltpo.solve("what is one plus two ?")
     assert isinstance(text, str) and trace.rewards.shape == (4, 1) and trace.n_forward == 4
+
+
+def test_a_no_op_ltpo_does_not_reproduce_beating_random_search():
+    """The audit's vacuous pass: the tuned LTPO changes no answer (= CoT-Unk) and random search hurts a little, so
+    LTPO 'beats' random search. 'ood-beats-random' also needs LTPO's gain over CoT-Unk, so it is not reproduced
+    then; an LTPO that helps and beats random search reproduces it."""
+    from iclr26.core.claims import REPRODUCED, verdict
+    from iclr26.papers import ltpo as card
+
+    claim = next(c for c in card.CLAIMS if c.id == "ood-beats-random")
+    cot = [0.06, 0.05, 0.07, 0.06, 0.055]
+    no_op = [{"acc_ood_ltpo": c, "acc_ood_cotunk": c, "acc_ood_rs": c - 0.01 - 0.002 * i} for i, c in enumerate(cot)]
+    assert verdict(claim, no_op).verdict != REPRODUCED
+    helps = [dict(s, acc_ood_ltpo=s["acc_ood_cotunk"] + 0.05 + 0.01 * i) for i, s in enumerate(no_op)]
+    assert verdict(claim, helps).verdict == REPRODUCED

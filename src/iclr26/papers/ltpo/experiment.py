@@ -83,12 +83,13 @@ def evaluate(model, batches, n: int, method: str, params: dict, cfg: Cfg, base_s
     """Per-problem (correct, reward of the kept latent) for one method; ``ltpo`` also returns the last iterate."""
     rms = _rms(model)
     correct, reward, correct_last, r_init = np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n)
+    pred = np.full(n, -1)
     for idx, lps, ans in batches:
         seeds = [base_seed * 1_000_003 + i for i in idx]
         if method == "direct":  # no thought slots: prefix then the answer marker
             ids = torch.stack([torch.cat([p.prefix_ids, p.suffix_ids]) for p in lps])
-            pred = model(input_ids=ids).logits[:, -1].argmax(-1)
-            correct[idx] = (pred == ans).numpy()
+            p = model(input_ids=ids).logits[:, -1].argmax(-1)
+            correct[idx], pred[idx] = (p == ans).numpy(), p.numpy()
             continue
         sc = LatentScorer(model, lps)
         r_init[idx] = sc.reward(sc.h0, cfg.top_k).numpy()
@@ -115,9 +116,14 @@ def evaluate(model, batches, n: int, method: str, params: dict, cfg: Cfg, base_s
             h, r = tr.h_best, sc.reward(tr.h_best, cfg.top_k)
         else:
             raise ValueError(f"unknown method {method!r}")
-        correct[idx] = (sc.answer_logits(h).argmax(-1) == ans).numpy()
-        reward[idx] = r.numpy()
-    return {"correct": correct, "reward": reward, "correct_last": correct_last, "r_init": r_init}
+        p = sc.answer_logits(h).argmax(-1)
+        correct[idx], pred[idx], reward[idx] = (p == ans).numpy(), p.numpy(), r.numpy()
+    return {"correct": correct, "pred": pred, "reward": reward, "correct_last": correct_last, "r_init": r_init}
+
+
+def _centre(grid) -> float:
+    """Geometric centre of a positive grid (its middle value for an odd geometric grid)."""
+    return float(np.exp(np.mean(np.log([min(grid), max(grid)]))))
 
 
 def mean_initial_reward(model, groups, top_k: int) -> float:
@@ -217,6 +223,16 @@ def _world_part(cfg: Cfg, seed: int, ctx, world, model, tok, m: dict) -> None:
     m["corr_ood_cotunk"] = pearson(cu["reward"], cu["correct"])
     m["auroc_id"] = auroc(res[("id", "ltpo")]["reward"], res[("id", "ltpo")]["correct"])
     m["auroc_ood"] = auroc(lt["reward"], lt["correct"])
+    # guard: a tuned LTPO that changes no answer is CoT-Unk, and "beats random search" would be vacuous
+    for s in ("id", "ood"):
+        for meth in ("ltpo", "rs"):
+            m[f"moved_{s}_{meth}"] = float((res[(s, meth)]["pred"] != res[(s, "cotunk")]["pred"]).mean())
+    # LTPO switched on: the centre of the tuning grids before any extension (untuned; reported, in no claim)
+    centre = {"sigma": _centre(cfg.sigma_grid), "step": _centre(cfg.step_grid)}
+    for s in ("id", "ood"):
+        on = evaluate(model, tb[s], len(test[s]), "ltpo", centre, cfg, seed, r0)
+        m[f"acc_{s}_ltpo_centre"] = float(on["correct"].mean())
+        m[f"moved_{s}_ltpo_centre"] = float((on["pred"] != res[(s, "cotunk")]["pred"]).mean())
     m["flip_wrong_ood"] = float(((cu["correct"] == 1) & (lt["correct"] == 0)).mean())
     m["flip_right_ood"] = float(((cu["correct"] == 0) & (lt["correct"] == 1)).mean())
     top = lt["reward"] >= np.quantile(lt["reward"], 0.75)
@@ -240,7 +256,9 @@ def _world_part(cfg: Cfg, seed: int, ctx, world, model, tok, m: dict) -> None:
         f"seed {seed}: ID direct {m['acc_id_direct']:.3f} cot-unk {m['acc_id_cotunk']:.3f} ltpo {m['acc_id_ltpo']:.3f}"
         f" | OOD cot-unk {m['acc_ood_cotunk']:.3f} ltpo {m['acc_ood_ltpo']:.3f} (last {m['acc_ood_ltpo_last']:.3f},"
         f" autograd {m['acc_ood_ltpo_ag']:.3f}) rs {m['acc_ood_rs']:.3f} oracle {m['acc_ood_oracle']:.3f} | r_ood "
-        f"{m['corr_ood_ltpo']:.3f} untrained {m['corr_untrained']:.3f} | cache x{m['speedup_cache_world']:.2f}"
+        f"{m['corr_ood_ltpo']:.3f} untrained {m['corr_untrained']:.3f} | cache x{m['speedup_cache_world']:.2f} | "
+        f"LTPO moved {m['moved_ood_ltpo']:.3f} of OOD answers; grid-centre LTPO OOD {m['acc_ood_ltpo_centre']:.3f} "
+        f"(moved {m['moved_ood_ltpo_centre']:.3f})"
     )
 
 
