@@ -307,5 +307,8 @@ def test_lr_grid_extends_past_an_edge_winner_and_reports_the_edge(monkeypatch):
     assert edge["lr"] == pytest.approx(2.7) and edge["at_edge"] and len(runs) == 5
     runs.clear()  # an edge winner that loses once the grid extends is interior
     dip = finetune.tune_on_grid("x", (0.03, 0.1, 0.3), fit(lambda lr: (lr - 0.01) ** 2), None, cfg, Ctx())
-    assert dip["lr"] == pytest.approx(0.01) and not dip["at_edge"] and set(dip["scores"]) == {"0.00333333", "0.01",
-                                                                                               "0.03", "0.1", "0.3"}
+    assert dip["lr"] == pytest.approx(0.009) and not dip["at_edge"]  # extended at the grid's own ratio, 0.1 / 0.03
+    assert set(dip["scores"]) == {"0.0027", "0.009", "0.03", "0.1", "0.3"}
+    runs.clear()  # a one-value grid (smoke) is a fixed choice: evaluated once, never extended, not an edge pick
+    one = finetune.tune_on_grid("x", (0.1,), fit(lambda lr: -lr), None, cfg, Ctx())
+    assert one["lr"] == 0.1 and not one["at_edge"] and runs == [0.1]

@@ -31,7 +31,7 @@ from iclr26.core.claims import Check, Claim
 
 @dataclass(frozen=True)
 class Cfg:
-    seeds: tuple[int, ...] = (0, 1, 2)
+    seeds: tuple[int, ...] = (0, 1, 2, 3, 4)
     # tiny LM on the Python manual
     d_model: int = field(default=128, metadata={"help": "tiny llama width (ours)"})
     n_layers: int = field(default=2, metadata={"help": "tiny llama depth (ours)"})
@@ -60,8 +60,8 @@ class Cfg:
     calib_blocks: int = field(default=128, metadata={"help": "GPTQ calibration blocks (dossier: 128 sequences)"})
     max_grid_extensions: int = field(
         default=3,
-        metadata={"help": "times a grid may grow ×3 past an edge winner (VERSION 1: 1; K = 2 all-kernels then picked "
-                          "an edge)"},
+        metadata={"help": "times a grid may grow past an edge winner, at its own ratio (probing.tuning.tune_on_grid; "
+                          "VERSION 1: 1, and K = 2 all-kernels then picked an edge; VERSION 2: ×3 steps)"},
     )
     # the real model
     real: bool = field(default=True, metadata={"help": "run the SmolLM2 part"})
@@ -132,8 +132,8 @@ CONFIGS = {
         real_ft_batch=4,
     ),
 }
-VERSION = 2  # 2: every finetuned variant early-stopped on validation perplexity (1: a fixed 80 steps)
-EXPECTED_SECONDS = {"smoke": 25, "quick": 850, "full": 14400}  # quick v2, 1 thread: 994 s empty, 450 s cached
+VERSION = 3  # 3: lrs by the shared grid rule (probing.tuning); 2: early-stopped finetuning (1: a fixed 80 steps)
+EXPECTED_SECONDS = {"smoke": 25, "quick": 700, "full": 14400}  # quick v3, 5 seeds, 2 jobs: 700 s empty cache
 ACCEPTS_MODEL = True  # --model replaces SmolLM2 in part (b)
 
 PAPER = "paper: LLaMA-7B WikiText-2 PPL, FP16 5.68"

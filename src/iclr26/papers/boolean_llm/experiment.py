@@ -1,10 +1,13 @@
-"""The MBOK reproduction: `run` (tiny LM on the Python manual per seed; SmolLM2 once per process) and `plots`."""
+"""The MBOK reproduction: `run` (tiny LM on the Python manual per seed; SmolLM2 once per config, cached) and `plots`."""
 
 from __future__ import annotations
 
 import copy
 import dataclasses
+import hashlib
+import json
 import math
+import os
 import tempfile
 import time
 from functools import partial
@@ -22,17 +25,18 @@ from iclr26.compression.mbok import (
     quantize_model,
     save_packed,
 )
+from iclr26.core.locks import cached_json
+from iclr26.core.paths import cache_dir
 from iclr26.lm import zoo
 from iclr26.lm.tiny import tiny_model
 from iclr26.lm.train import encode_stream
 from iclr26.worlds.text import load_domain, test_split, train_split
 
-from . import Cfg
+from . import VERSION, Cfg
 from .finetune import makers, perplexity, text_blocks, tiny_spec, tuned_lrs
 
 
 def _tiny(cfg: Cfg, seed: int, ctx, m: dict) -> None:
-    lrs = tuned_lrs(cfg, ctx)  # once per config, on the tuning model (cached)
     model, tok = zoo.load(tiny_spec(cfg).name, seed=seed, progress=not ctx.quiet)
     train, val, test = text_blocks(tok, cfg)
     g = torch.Generator().manual_seed(seed)
@@ -64,6 +68,7 @@ def _tiny(cfg: Cfg, seed: int, ctx, m: dict) -> None:
     )
 
     # every finetuned variant by one rule (finetune.py): early stopping on validation perplexity, lr tuned once
+    lrs = tuned_lrs(cfg, ctx, seed)  # once per config, on the tuning model (cached)
     fits = makers(cfg, model, train, val, seed, progress=not ctx.quiet)
     m["lr_at_edge"] = float(any(v["at_edge"] for v in lrs.values()))
 
@@ -101,17 +106,17 @@ def _tiny(cfg: Cfg, seed: int, ctx, m: dict) -> None:
     )
 
 
-_REAL_CACHE: dict = {}
-
-
 def _real(cfg: Cfg, ctx) -> dict:
-    """SmolLM2 part: deterministic (fixed calibration, evaluation blocks and FT data order), computed once per
-    process and reported for every seed."""
+    """SmolLM2 part: deterministic (fixed calibration, evaluation blocks and FT data order), computed once per config
+    and model, cached on disk (a lock makes a second process wait and reuse it) and reported for every seed."""
     name = ctx.model or cfg.real_model
-    key = (name, dataclasses.replace(cfg, seeds=()))  # the whole config but the seeds
-    if key not in _REAL_CACHE:
-        _REAL_CACHE[key] = _real_compute(cfg, ctx, name)
-    return dict(_REAL_CACHE[key])
+    keyed = {k: v for k, v in dataclasses.asdict(cfg).items() if k != "seeds"}
+    stamp = os.path.getmtime(name) if os.path.exists(name) else None  # a local model edited in place: recompute
+    spec = json.dumps([VERSION, name, stamp, keyed], sort_keys=True, default=str)
+    path = cache_dir() / "zoo" / f"mbok-real-{hashlib.sha1(spec.encode()).hexdigest()[:10]}.json"
+    out = cached_json(path, f"the MBOK part on {name}", lambda: _real_compute(cfg, ctx, name), quiet=ctx.quiet)
+    ctx.save_artifact("real_part", out)
+    return dict(out["metrics"])
 
 
 def _real_compute(cfg: Cfg, ctx, name: str) -> dict:
@@ -187,8 +192,7 @@ def _real_compute(cfg: Cfg, ctx, name: str) -> dict:
         f"{m['real_ppl_mbok2_ft']:.2f}; timings {', '.join(f'{k} {v:.0f}s' for k, v in times.items())}; "
         f"total {time.time() - t_start:.0f}s"
     )
-    ctx.save_artifact("real_part", {"metrics": m, "seconds": times})
-    return m
+    return {"metrics": m, "seconds": times}
 
 
 @torch.no_grad()
@@ -208,9 +212,12 @@ def _input_peaks(model, blocks) -> dict[str, float]:
 
 def run(cfg: Cfg, seed: int, ctx) -> dict[str, float]:
     t0, m = time.time(), {}
-    if cfg.real:
-        m.update(_real(cfg, ctx))
-    _tiny(cfg, seed, ctx, m)
+    # even seeds start with the SmolLM2 part, odd seeds end with it: two seeds side by side (--jobs) then compute it
+    # once (the odd one finds it cached) while the other trains its tiny models; neither part draws from the other's
+    # random state (every stage seeds itself), so the order changes no number
+    parts = [lambda: m.update(_real(cfg, ctx)) if cfg.real else None, lambda: _tiny(cfg, seed, ctx, m)]
+    for part in parts if seed % 2 == 0 else parts[::-1]:
+        part()
     ctx.log(f"seed {seed} done in {time.time() - t0:.0f}s")
     return m
 

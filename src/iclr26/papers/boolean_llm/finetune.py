@@ -4,8 +4,9 @@ Every finetuned variant — MBOK K = 2 with Boolean updates of the last kernel (
 K = 3 (last kernel), the scalings-only control and OneBit's latent-weight QAT — is distilled from the FP model with
 early stopping on the validation perplexity (best state kept, at most ``ft_steps`` steps, never before ``min_frac`` of
 them). Its learning rate is picked once per config on a tuning model (the same architecture pretrained from seed
-``TUNE_SEED``, not a reported seed) from a ×3 grid extended past any edge winner, and shared by the reported seeds;
-K = 3 reuses the η picked for K = 2 (VERSION 1 tuned every grid on every seed, each run a fixed 80 steps).
+``TUNE_SEED``, not a reported seed) from a grid extended past any edge winner by the project's one rule
+(``probing.tuning.tune_on_grid``; VERSION 2 had its own ×3 extension), and shared by the reported seeds; K = 3 reuses
+the η picked for K = 2 (VERSION 1 tuned every grid on every seed, each run a fixed 80 steps).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from iclr26.core.locks import cached_json
 from iclr26.core.paths import cache_dir
 from iclr26.lm import zoo
 from iclr26.lm.train import encode_stream
+from iclr26.probing.tuning import tune_on_grid as grid_search
 from iclr26.worlds.text import load_domain, test_split, train_split
 
 from . import VERSION, Cfg
@@ -103,36 +105,48 @@ def makers(cfg: Cfg, model, train, val, seed: int, progress: bool) -> dict:
 
 
 def tune_on_grid(name, grid, fit, val, cfg: Cfg, ctx) -> dict:
-    """Run ``fit(lr)`` for each grid value and score it by validation perplexity; while the best value sits on an
-    edge, extend the grid ×3 beyond it (at most ``cfg.max_grid_extensions`` times)."""
-    grid, res, ext = sorted(grid), {}, 0
-    while True:
-        for lr in grid:
-            if lr not in res:
-                student, info = fit(lr)
-                res[lr] = (perplexity(student, val), info.get("best_step"), info.get("steps_run"))
-        best = min(grid, key=lambda v: res[v][0])
-        at_edge = len(grid) > 1 and best in (grid[0], grid[-1])
-        if at_edge and ext < cfg.max_grid_extensions:
-            grid = [grid[0] / 3, *grid] if best == grid[0] else [*grid, grid[-1] * 3]
-            ext += 1
-            continue
-        _, step, run = res[best]
-        ctx.log(f"tuning {name}: validation PPL {', '.join(f'{v:g}: {res[v][0]:.2f}' for v in grid)} -> {best:g} "
-                f"(best step {step} of {run} run)")  # fmt: skip
-        return {"lr": best, "at_edge": at_edge, "scores": {f"{v:g}": res[v][0] for v in grid}}
+    """Run ``fit(lr)`` for each grid value and score it by validation perplexity, by the project's one grid rule
+    (``probing.tuning.tune_on_grid``: while the best value sits on an edge, the next value beyond it at the grid's
+    own ratio, at most ``cfg.max_grid_extensions`` times)."""
+
+    def evaluate(lr):
+        student, info = fit(lr)
+        return -perplexity(student, val), (info.get("best_step"), info.get("steps_run"))
+
+    fixed = len(set(grid)) == 1  # a one-value grid is a fixed choice (smoke), not a search to extend
+    res = grid_search(evaluate, grid, max_extensions=0 if fixed else cfg.max_grid_extensions)
+    step, run = res.payload
+    ctx.log(f"tuning {name}: validation PPL {', '.join(f'{v:g}: {-res.scores[v]:.2f}' for v in res.grid)} -> "
+            f"{res.best:g} (best step {step} of {run} run)")  # fmt: skip
+    scores = {f"{v:g}": -res.scores[v] for v in res.grid}
+    return {"lr": res.best, "at_edge": res.at_edge and not fixed, "scores": scores}
 
 
-def tuned_lrs(cfg: Cfg, ctx) -> dict:
-    """name -> picked lr (and its grid), on the tuning model; computed once per config, then read from the cache."""
+def tuned_lrs(cfg: Cfg, ctx, seed: int = 0) -> dict:
+    """name -> picked lr (and its grid), on the tuning model; computed once per config, then read from the cache.
+
+    Each variant's tuning is its own cached result under its own lock; even seeds visit the variants in one order, odd
+    seeds in the reverse, so two seeds run side by side (``--jobs``) tune different variants at once instead of
+    waiting for one another. The picks do not depend on the order (every fit starts from its own seed)."""
     keyed = {k: v for k, v in dataclasses.asdict(cfg).items() if k not in NOT_KEYS}
     spec = json.dumps([VERSION, TUNE_SEED, keyed], sort_keys=True, default=str)
-    path = cache_dir() / "zoo" / f"mbok-lrs-{hashlib.sha1(spec.encode()).hexdigest()[:10]}.json"
+    stem = f"mbok-lrs-{hashlib.sha1(spec.encode()).hexdigest()[:10]}"
+    shared: dict = {}
 
-    def compute():
-        model, tok = zoo.load(tiny_spec(cfg).name, seed=TUNE_SEED, progress=not ctx.quiet)
-        train, val, _ = text_blocks(tok, cfg)
-        fits = makers(cfg, model, train, val, TUNE_SEED, progress=not ctx.quiet)
-        return {name: tune_on_grid(name, getattr(cfg, grid), fits[name], val, cfg, ctx) for name, grid in GRIDS.items()}
+    def fits():  # the tuning model and its variants, built on first need
+        if not shared:
+            model, tok = zoo.load(tiny_spec(cfg).name, seed=TUNE_SEED, progress=not ctx.quiet)
+            train, val, _ = text_blocks(tok, cfg)
+            shared.update(val=val, fits=makers(cfg, model, train, val, TUNE_SEED, progress=not ctx.quiet))
+        return shared
 
-    return cached_json(path, "the MBOK learning-rate tuning", compute, quiet=getattr(ctx, "quiet", True))
+    names = list(GRIDS)
+    order = names if seed % 2 == 0 else names[::-1]  # two seeds side by side start at opposite ends
+    out = {}
+    for name in order:
+        grid = getattr(cfg, GRIDS[name])
+        path = cache_dir() / "zoo" / f"{stem}-{name}.json"
+        out[name] = cached_json(path, f"the MBOK learning-rate tuning of {name}",
+                                lambda n=name, g=grid: tune_on_grid(n, g, fits()["fits"][n], fits()["val"], cfg, ctx),
+                                quiet=getattr(ctx, "quiet", True))  # fmt: skip
+    return {name: out[name] for name in names}
