@@ -270,3 +270,23 @@ def test_resumed_burn_in_gives_the_same_model_and_self_training_starts_from_it()
     t, s = torch.nn.Linear(2, 2), torch.nn.Linear(2, 2)
     _ema(t, s, 0.0)
     assert torch.equal(t.weight, s.weight)
+
+
+def test_burn_in_cache_is_keyed_by_the_thread_count(tmp_path, monkeypatch):
+    """A burn-in trained with another torch thread count is not reused (it ends elsewhere); the same count reuses."""
+    monkeypatch.setenv("ICLR26_CACHE", str(tmp_path))
+    from iclr26.papers.spwood.experiment import _insts, cached_burn_in
+    from iclr26.worlds.aerial import make_scenes
+
+    tr, va = make_scenes(6, 5), make_scenes(3, 6)
+    X, val = torch.as_tensor(tr["images"]), (torch.as_tensor(va["images"]), list(zip(va["boxes"], va["labels"])))
+    insts = _insts(tr, [np.ones(len(x), bool) for x in tr["labels"]])
+    cfg = SPWOODConfig(burn_in=2, max_steps=2, eval_every=1, patience=1, batch=2, unsup_batch=2, width=8)
+    before = torch.get_num_threads()
+    try:
+        for n in (1, 2, 1):
+            torch.set_num_threads(n)
+            cached_burn_in(X, insts, np.arange(4), val, cfg, seed=0)
+    finally:
+        torch.set_num_threads(before)
+    assert len(list((tmp_path / "spwood_burnin").glob("*.pt"))) == 2

@@ -107,10 +107,13 @@ def _digest(*arrays) -> str:
 def cached_burn_in(X, insts, lab, val, c: SPWOODConfig, seed: int, ctx=None, tag: str = "") -> dict:
     """The converged supervised burn-in (`train_spwood`'s phase 1) for these data, labels and burn-in settings, on
     disk under ``cache_dir()/spwood_burnin`` (keyed by a digest of the images, labels and `burn_in_key`), so that
-    arms sharing a burn-in (supervised-only, semi, PWOOD-like, plain-focal SPWOOD) and later runs reuse it."""
+    arms sharing a burn-in (supervised-only, semi, PWOOD-like, plain-focal SPWOOD) and later runs reuse it. The key
+    holds torch's thread count: a burn-in trained with another count ends elsewhere, and reusing it would make a
+    run's numbers depend on which run filled the cache."""
     blob = json.dumps(
         {
             "v": 3,
+            "threads": torch.get_num_threads(),
             "seed": seed,
             "key": list(burn_in_key(c)),
             "lab": np.asarray(lab).tolist(),
