@@ -33,6 +33,25 @@ def test_every_seed_file_records_its_environment(fake_paper, tmp_path, monkeypat
     assert seed["env"]["iclr26_threads"] == 3 == read_json(res.run_dir / "env.json")["iclr26_threads"]
 
 
+def test_a_cache_shared_by_thread_counts_is_flagged(fake_paper, tmp_path, monkeypatch):
+    """Models cached by a run with another thread count would be reused as they are: the run says so (log, env)."""
+    from iclr26.core.paths import note_cache_threads
+
+    monkeypatch.setenv("ICLR26_CACHE", str(tmp_path / "cache"))
+    assert note_cache_threads(1) is None and note_cache_threads(1) is None
+    warning = note_cache_threads(2)
+    assert warning and "ICLR26_THREADS=1" in warning and "uses 2" in warning
+    assert "ICLR26_THREADS=2" in note_cache_threads(1)
+    monkeypatch.setenv("ICLR26_CACHE", str(tmp_path / "fresh"))
+    monkeypatch.setenv("ICLR26_THREADS", "1")
+    first = run_paper("fake-paper", scale="smoke", out=tmp_path / "runs")
+    assert read_json(first.run_dir / "env.json")["cache_thread_counts_mixed"] is False
+    monkeypatch.setenv("ICLR26_THREADS", "2")
+    second = run_paper("fake-paper", scale="smoke", out=tmp_path / "runs", force=True)
+    assert read_json(second.run_dir / "env.json")["cache_thread_counts_mixed"] is True
+    assert "ICLR26_THREADS=1" in (second.run_dir / "log.txt").read_text()
+
+
 def test_verdict_is_computed_not_written(fake_paper, tmp_path, monkeypatch):
     monkeypatch.setitem(fake_paper.CONFIGS, "quick", type(fake_paper.CONFIGS["quick"])(effect=-1.0))
     res = run_paper("fake-paper", scale="quick", out=tmp_path)
