@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
+
+from .locks import file_lock
 
 
 def cache_dir() -> Path:
@@ -20,10 +23,6 @@ def note_cache_threads(threads: int) -> str | None:
     trained with another thread count ends elsewhere, and a run that reuses it computes other numbers than a run on an
     empty cache would. The counts seen so far are kept in `threads.json` at the cache's root. Returns the warning, or
     None when every earlier run used the same count."""
-    import json
-
-    from .locks import file_lock
-
     root = cache_dir()
     path = root / "threads.json"
     with file_lock(root / "threads.lock", "the cache's thread record", quiet=True):

@@ -145,8 +145,8 @@ CONFIGS = {
     "full": Cfg(seeds=(0, 1, 2, 3, 4), n_traces=8000, n_test=200, d_model=128, n_layers=3, rounds=3),
 }  # fmt: skip
 VERSION = 4  # 4: a cached stage is loaded in eval mode and every stage seeded on its own (v3: cache-dependent)
-# quick: 253 s wall with everything cached, 469 s with the SFT stages trained; v3's empty cache took 965 s
-EXPECTED_SECONDS = {"smoke": 30, "quick": 450, "full": 7200}  # quick v4: 834 s empty cache (2 jobs), 253 s cached
+# quick v4: 253 s wall with everything cached, 469 s with the SFT stages trained, 834 s on an empty cache (2 jobs)
+EXPECTED_SECONDS = {"smoke": 30, "quick": 450, "full": 7200}
 ACCEPTS_MODEL = False
 MODEL_NOTE = "run `iclr26.rlft.mlr` on your own model (MLRSystem(add_planner(model), tokenizer))"
 
