@@ -186,7 +186,7 @@ def test_key_covariance_streams_exactly_and_caches(tmp_path, monkeypatch):
             keys.append(acts["mlp_key", layer][0].double())
         k = torch.cat(keys)
         torch.testing.assert_close(cov[layer], k.T @ k / len(k))
-    assert len(list((tmp_path / "editing_stats").glob("*.pt"))) == 2
+    assert len(list(tmp_path.glob("threads-*/editing_stats/*.pt"))) == 2
     again = key_covariances(model, tok, [1], CORPUS, n_tokens=1000, max_len=16, progress=False)
     assert torch.equal(again[1], cov[1])
 

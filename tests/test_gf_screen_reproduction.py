@@ -110,7 +110,7 @@ def test_smoke_run_reports_every_metric_and_reuses_the_cached_focus(tmp_path, mo
         assert seed_metrics["screen_matches_cache"] == 1.0  # the timed gated inference is the evaluated one
         assert seed_metrics["ratio_all"] == 1.0 and seed_metrics["ratio_random"] == seed_metrics["ratio_gf"]
     cfg = card.CONFIGS["smoke"]
-    assert len(list((tmp_path / "cache" / "gf_screen").glob("focus-*.pt"))) == 2  # the Focus and its control
+    assert len(list((tmp_path / "cache").glob("threads-*/gf_screen/focus-*.pt"))) == 2  # the Focus and its control
     first = ex._SHARED[next(iter(ex._SHARED))]["focus"].state_dict()
     again, _ = ex._trained_focus(cfg, "real", None, print)  # from the disk cache: no data needed, same weights
     assert all(torch.equal(v, first[k]) for k, v in again.state_dict().items())

@@ -33,23 +33,26 @@ def test_every_seed_file_records_its_environment(fake_paper, tmp_path, monkeypat
     assert seed["env"]["iclr26_threads"] == 3 == read_json(res.run_dir / "env.json")["iclr26_threads"]
 
 
-def test_a_cache_shared_by_thread_counts_is_flagged(fake_paper, tmp_path, monkeypatch):
-    """Models cached by a run with another thread count would be reused as they are: the run says so (log, env)."""
-    from iclr26.core.paths import note_cache_threads
+def test_trained_models_are_cached_per_thread_count(tmp_path, monkeypatch):
+    """A model trained with another torch thread count ends elsewhere: trained artefacts (zoo models, tuned lrs) live in
+    one folder per count, so a run never reuses what a run with another count built; converted weights do not."""
+    import torch
 
-    monkeypatch.setenv("ICLR26_CACHE", str(tmp_path / "cache"))
-    assert note_cache_threads(1) is None and note_cache_threads(1) is None
-    warning = note_cache_threads(2)
-    assert warning and "ICLR26_THREADS=1" in warning and "uses 2" in warning
-    assert "ICLR26_THREADS=2" in note_cache_threads(1)
-    monkeypatch.setenv("ICLR26_CACHE", str(tmp_path / "fresh"))
-    monkeypatch.setenv("ICLR26_THREADS", "1")
-    first = run_paper("fake-paper", scale="smoke", out=tmp_path / "runs")
-    assert read_json(first.run_dir / "env.json")["cache_thread_counts_mixed"] is False
-    monkeypatch.setenv("ICLR26_THREADS", "2")
-    second = run_paper("fake-paper", scale="smoke", out=tmp_path / "runs", force=True)
-    assert read_json(second.run_dir / "env.json")["cache_thread_counts_mixed"] is True
-    assert "ICLR26_THREADS=1" in (second.run_dir / "log.txt").read_text()
+    from iclr26.core.paths import cache_dir, trained_cache_dir
+    from iclr26.lm import zoo
+
+    monkeypatch.setenv("ICLR26_CACHE", str(tmp_path))
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        one, zoo_one = trained_cache_dir(), zoo.folder("facts-micro-llama")
+        torch.set_num_threads(2)
+        two, zoo_two = trained_cache_dir(), zoo.folder("facts-micro-llama")
+    finally:
+        torch.set_num_threads(before)
+    assert (one, two) == (tmp_path / "threads-1", tmp_path / "threads-2") and one.is_dir() and two.is_dir()
+    assert zoo_one.parent == one / "zoo" and zoo_two.parent == two / "zoo" and zoo_one.name == zoo_two.name
+    assert cache_dir() == tmp_path
 
 
 def test_verdict_is_computed_not_written(fake_paper, tmp_path, monkeypatch):

@@ -272,7 +272,7 @@ def test_resumed_burn_in_gives_the_same_model_and_self_training_starts_from_it()
     assert torch.equal(t.weight, s.weight)
 
 
-def test_burn_in_cache_is_keyed_by_the_thread_count(tmp_path, monkeypatch):
+def test_burn_in_cache_is_kept_per_thread_count(tmp_path, monkeypatch):
     """A burn-in trained with another torch thread count is not reused (it ends elsewhere); the same count reuses."""
     monkeypatch.setenv("ICLR26_CACHE", str(tmp_path))
     from iclr26.papers.spwood.experiment import _insts, cached_burn_in
@@ -289,4 +289,5 @@ def test_burn_in_cache_is_keyed_by_the_thread_count(tmp_path, monkeypatch):
             cached_burn_in(X, insts, np.arange(4), val, cfg, seed=0)
     finally:
         torch.set_num_threads(before)
-    assert len(list((tmp_path / "spwood_burnin").glob("*.pt"))) == 2
+    # one burn-in per thread count, each in its count's folder (core.paths.trained_cache_dir); the rerun at 1 reused
+    assert [len(list((tmp_path / f"threads-{n}" / "spwood_burnin").glob("*.pt"))) for n in (1, 2)] == [1, 1]

@@ -1,12 +1,10 @@
-"""Where the project keeps what it builds: the cache of zoo models, converted weights and parsed corpora."""
+"""Where the project keeps what it builds: the cache of converted weights and parsed corpora, and, one folder per torch
+thread count, of trained models and tuned hyper-parameters."""
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
-
-from .locks import file_lock
 
 
 def cache_dir() -> Path:
@@ -16,24 +14,15 @@ def cache_dir() -> Path:
     return p
 
 
-def note_cache_threads(threads: int) -> str | None:
-    """Record that a run with `threads` threads uses the cache, and warn when runs with other counts used it before.
+def trained_cache_dir() -> Path:
+    """Where trained models, fitted statistics and tuned hyper-parameters are cached: ``cache_dir()/threads-N``, one
+    folder per torch thread count N at the time of the call (created on first use).
 
-    Most cached models are keyed by their data and settings only (SPWOOD's burn-ins also by the thread count). A model
-    trained with another thread count ends elsewhere, and a run that reuses it computes other numbers than a run on an
-    empty cache would. The counts seen so far are kept in `threads.json` at the cache's root. Returns the warning, or
-    None when every earlier run used the same count."""
-    root = cache_dir()
-    path = root / "threads.json"
-    with file_lock(root / "threads.lock", "the cache's thread record", quiet=True):
-        seen = sorted(set(json.loads(path.read_text())) if path.exists() else set())
-        if threads not in seen:
-            tmp = path.with_suffix(".tmp")
-            tmp.write_text(json.dumps(sorted({*seen, threads})))
-            tmp.replace(path)
-    others = [n for n in seen if n != threads]
-    if not others:
-        return None
-    return (f"the cache {root} also holds models built by runs with ICLR26_THREADS={', '.join(map(str, others))}; "
-            f"this run uses {threads} and reuses them as they are, so its numbers can differ from a run on an empty "
-            "cache. Keep one ICLR26_THREADS per cache (another ICLR26_CACHE) when numbers must match.")  # fmt: skip
+    A model trained with another thread count sums in another order and ends elsewhere; keyed by the count, a run
+    reuses only what a run with its own count built, so its numbers are those of a run on an empty cache. What does not
+    depend on the count (converted weights, parsed corpora) stays at ``cache_dir()``'s root."""
+    import torch
+
+    p = cache_dir() / f"threads-{torch.get_num_threads()}"
+    p.mkdir(parents=True, exist_ok=True)
+    return p

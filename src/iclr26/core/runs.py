@@ -36,7 +36,6 @@ from typing import Any
 from .claims import RULE, aggregate, verdict
 from .config import apply_overrides
 from .errors import UserError, unwritable
-from .paths import note_cache_threads
 from .registry import PaperCard, get_paper
 from .seeding import peak_rss_mb, seed_everything
 from .threads import default_threads
@@ -293,13 +292,8 @@ def _run_locked(card, mod, cfg, scale, seeds, model, run_dir, version, force, qu
          "overrides": overrides, "version": version},
     )  # fmt: skip
     env = {**environment(), "code": code, "version": version}
-    mixed = note_cache_threads(default_threads())
-    env["cache_thread_counts_mixed"] = mixed is not None
     atomic_write_json(run_dir / "env.json", env)
     append_log(run_dir, f"--- {time.strftime('%Y-%m-%d %H:%M:%S')} run {card.slug} {scale} seeds {list(seeds)}")
-    if mixed:
-        append_log(run_dir, f"warning: {mixed}")
-        print(f"iclr26: warning: {mixed}", file=sys.stderr, flush=True)
     per_seed: dict[int, dict[str, float]] = {}
     todo = []
     for seed in seeds:

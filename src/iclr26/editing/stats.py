@@ -6,7 +6,7 @@ stands for the keys of everything the layer already stores (``K₀K₀ᵀ ∝ C`
 bounded by ``n_tokens``. The pass is streaming: each batch's keys are folded into a running ``Σ k kᵀ`` (float64,
 ``[d_ff, d_ff]``) and dropped, and the forward pass stops after the last needed layer, so memory stays at one batch of
 activations plus one ``d_ff × d_ff`` matrix per layer. Results are cached on disk under
-``cache_dir()/editing_stats``, keyed by a fingerprint of the model's weights (:func:`weights_fingerprint`: every
+``trained_cache_dir()/editing_stats``, keyed by a fingerprint of the model's weights (:func:`weights_fingerprint`: every
 parameter, so a merged LoRA or another fine-tune never gets stale statistics), the layer, and a hash of the exact token
 chunks used.
 """
@@ -19,8 +19,8 @@ from collections.abc import Sequence
 
 import torch
 
+from ..core.paths import trained_cache_dir
 from ..lm.adapters import ModelAdapter, weight_of
-from ..lm.loading import cache_dir
 
 
 class _Stop(Exception):
@@ -168,7 +168,7 @@ def key_covariances(
     if not chunks:
         raise ValueError("the corpus gave no tokens for the key covariance: pass non-empty texts")
     h = hashlib.sha1(repr(chunks).encode()).hexdigest()[:12]
-    folder = cache_dir() / "editing_stats"
+    folder = trained_cache_dir() / "editing_stats"
     fp = fingerprint or weights_fingerprint(model, originals)
     paths = {lay: folder / f"{ad.model_type}-{fp}-L{lay}-{h}.pt" for lay in layers}
     out: dict[int, torch.Tensor] = {}

@@ -23,9 +23,10 @@ import torch
 from transformers import AutoModelForCausalLM, PreTrainedTokenizerFast
 
 from ..core.locks import file_lock
+from ..core.paths import trained_cache_dir
 from ..core.threads import torch_threads
 from ..worlds.facts import FactWorld
-from .loading import cache_dir, load_model, load_smollm2
+from .loading import load_model, load_smollm2
 from .tiny import tiny_config
 from .tokenizer import build_bpe_tokenizer, build_word_tokenizer
 from .train import TrainConfig, train_lm
@@ -123,7 +124,7 @@ def _texts(spec: ZooSpec, seed: int) -> tuple[list[str], list[str]]:
 
 
 def folder(name: str, seed: int = 0) -> Path:
-    return cache_dir() / "zoo" / _spec(name).key(seed)
+    return trained_cache_dir() / "zoo" / _spec(name).key(seed)
 
 
 def load(name: str, seed: int = 0, checkpoint: int | None = None, progress: bool = True):

@@ -26,7 +26,7 @@ from iclr26.compression.mbok import (
     save_packed,
 )
 from iclr26.core.locks import cached_json
-from iclr26.core.paths import cache_dir
+from iclr26.core.paths import trained_cache_dir
 from iclr26.lm import zoo
 from iclr26.lm.tiny import tiny_model
 from iclr26.lm.train import encode_stream
@@ -113,7 +113,7 @@ def _real(cfg: Cfg, ctx) -> dict:
     keyed = {k: v for k, v in dataclasses.asdict(cfg).items() if k != "seeds"}
     stamp = os.path.getmtime(name) if os.path.exists(name) else None  # a local model edited in place: recompute
     spec = json.dumps([VERSION, name, stamp, keyed], sort_keys=True, default=str)
-    path = cache_dir() / "zoo" / f"mbok-real-{hashlib.sha1(spec.encode()).hexdigest()[:10]}.json"
+    path = trained_cache_dir() / "zoo" / f"mbok-real-{hashlib.sha1(spec.encode()).hexdigest()[:10]}.json"
     out = cached_json(path, f"the MBOK part on {name}", lambda: _real_compute(cfg, ctx, name), quiet=ctx.quiet)
     ctx.save_artifact("real_part", out)
     return dict(out["metrics"])

@@ -22,7 +22,7 @@ import torch
 
 from iclr26.compression.mbok import MBOKConfig, distill, onebit_model, quantize_model
 from iclr26.core.locks import cached_json
-from iclr26.core.paths import cache_dir
+from iclr26.core.paths import trained_cache_dir
 from iclr26.lm import zoo
 from iclr26.lm.train import encode_stream
 from iclr26.probing.tuning import tune_on_grid as grid_search
@@ -145,7 +145,7 @@ def tuned_lrs(cfg: Cfg, ctx, seed: int = 0) -> dict:
     out = {}
     for name in order:
         grid = getattr(cfg, GRIDS[name])
-        path = cache_dir() / "zoo" / f"{stem}-{name}.json"
+        path = trained_cache_dir() / "zoo" / f"{stem}-{name}.json"
         out[name] = cached_json(path, f"the MBOK learning-rate tuning of {name}",
                                 lambda n=name, g=grid: tune_on_grid(n, g, fits()["fits"][n], fits()["val"], cfg, ctx),
                                 quiet=getattr(ctx, "quiet", True))  # fmt: skip

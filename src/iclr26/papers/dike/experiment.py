@@ -10,6 +10,7 @@ from dataclasses import asdict
 
 import torch
 
+from ...core.paths import trained_cache_dir
 from ...core.threads import torch_threads
 from ...editing import MEMIT, ROME, AlphaEdit, AlphaEditConfig, MEMITConfig, ROMEConfig
 from ...editing.dike import DiKE, DiKEConfig
@@ -18,7 +19,6 @@ from ...editing.evaluate import counterfact_requests, evaluate_edits, known_fact
 from ...editing.stats import model_fingerprint
 from ...lm import zoo
 from ...lm.adapters import ModelAdapter
-from ...lm.loading import cache_dir
 from . import BASELINES, METHODS, SETTINGS, Cfg
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -64,7 +64,7 @@ def krd_samples(world, facts, known: set) -> list[KRDSample]:
 
 
 def get_disentangler(model, tok, layer: int, samples, kcfg: KRDConfig, tag: str, ctx=None) -> Disentangler:
-    """Train once per model, layer and KRD config; cached on disk under ``cache_dir()/dike_krd``."""
+    """Train once per model, layer and KRD config; cached on disk under ``trained_cache_dir()/dike_krd``."""
     blob = json.dumps(
         {
             "fp": model_fingerprint(model),
@@ -76,7 +76,7 @@ def get_disentangler(model, tok, layer: int, samples, kcfg: KRDConfig, tag: str,
         },
         sort_keys=True,
     )
-    path = cache_dir() / "dike_krd" / f"{hashlib.sha1(blob.encode()).hexdigest()[:16]}.pt"
+    path = trained_cache_dir() / "dike_krd" / f"{hashlib.sha1(blob.encode()).hexdigest()[:16]}.pt"
     d = ModelAdapter(model).d_model
     dis = Disentangler(d)
     if path.exists():

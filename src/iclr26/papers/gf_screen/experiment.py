@@ -17,7 +17,7 @@ import numpy as np
 import torch
 
 from iclr26.core.locks import file_lock
-from iclr26.core.paths import cache_dir
+from iclr26.core.paths import trained_cache_dir
 from iclr26.core.threads import run_threads
 from iclr26.probing.tuning import tune_on_grid
 from iclr26.science.gf_screen import (
@@ -84,7 +84,7 @@ def _summ(maps, labels, t: float) -> dict:
 
 def _trained_focus(cfg: Cfg, kind: str, data, log):
     """The Focus ('real') or its shuffled-label control ('shuf'): same initialisation, recipe and early stopping,
-    trained once per config and cached under ``cache_dir()/gf_screen``."""
+    trained once per config and cached under ``trained_cache_dir()/gf_screen``."""
     key = _key(
         cfg,
         "n_train",
@@ -103,7 +103,7 @@ def _trained_focus(cfg: Cfg, kind: str, data, log):
         "hard_neg",
         "context",
     )
-    path = cache_dir() / "gf_screen" / f"focus-{kind}-{key}.pt"
+    path = trained_cache_dir() / "gf_screen" / f"focus-{kind}-{key}.pt"
     torch.manual_seed(0)  # focus_seed = 0: the same initial weights for the real and the shuffled-label model
     focus = make_focus("unet_bn", tuple(cfg.focus_channels))
     focus.roi = (16, 16, 16)

@@ -11,7 +11,7 @@ import kornia
 import numpy as np
 import torch
 
-from iclr26.core.paths import cache_dir
+from iclr26.core.paths import trained_cache_dir
 from iclr26.core.threads import run_threads
 from iclr26.probing.tuning import tune_on_grid
 from iclr26.vision.gs_perception import (
@@ -69,7 +69,7 @@ def _detectors(cfg: Cfg, log):
     out = {}
     for name, cls, data_seed in (("guide", CenterNetDetector, 11), ("unseen", GridDetector, 22)):
         det = cls()
-        path = cache_dir() / "gs_perception" / f"{name}-{key}.pt"
+        path = trained_cache_dir() / "gs_perception" / f"{name}-{key}.pt"
         if path.exists():
             det.load_state_dict(torch.load(path, weights_only=True))
             det.eval()

@@ -16,7 +16,7 @@ import torch
 from transformers import AutoModelForCausalLM
 
 from ...core.locks import cached_json
-from ...core.paths import cache_dir
+from ...core.paths import trained_cache_dir
 from ...core.threads import run_threads
 from ...latent.ltpo import LTPO, LatentScorer, LTPOConfig, gold_oracle, random_search
 from ...lm.tiny import tiny_config
@@ -161,7 +161,7 @@ def tuned_params(cfg: Cfg, world, model, tok, ctx) -> tuple[dict, float]:
     Returns (params per method, R̄0 of the tuning problems, which sets η = step·σ0²/R̄0 for every seed)."""
     spec = {k: v for k, v in dataclasses.asdict(cfg).items() if k != "seeds" and not k.startswith("smol")}
     spec = json.dumps([spec, RECIPE, TUNE_SEED], sort_keys=True, default=str)
-    path = cache_dir() / "zoo" / f"ltpo-params-{hashlib.sha1(spec.encode()).hexdigest()[:10]}.json"
+    path = trained_cache_dir() / "zoo" / f"ltpo-params-{hashlib.sha1(spec.encode()).hexdigest()[:10]}.json"
 
     def compute():
         k, pad, vper = cfg.num_thoughts, max(cfg.ood_ops), max(1, cfg.n_val // len(cfg.ood_ops))

@@ -19,7 +19,7 @@ import numpy as np
 import torch
 
 from ...core.locks import file_lock
-from ...core.paths import cache_dir
+from ...core.paths import trained_cache_dir
 from ...latent.ltpo import LTPO, LatentScorer, LTPOConfig, chat_problem, gold_oracle, random_search
 from ...latent.ltpo.problem import THOUGHT_NOTE
 from ...lm import zoo
@@ -111,7 +111,7 @@ def _tuned(model, tok, cfg: Cfg, r0: float, log) -> dict:
     """LTPO's (σ, step) and random search's σ on the fixed validation questions; cached on disk."""
     key = json.dumps([cfg.smol_val, cfg.smol_steps, cfg.num_thoughts, cfg.top_k, cfg.sigma_decay, cfg.smol_sigma_grid,
                       cfg.smol_step_grid, cfg.smol_new_tokens, ANSWER_PREFIX, PLACEHOLDER, NOTE, 1])  # fmt: skip
-    path = cache_dir() / "ltpo_smol_tuning" / f"{hashlib.sha1(key.encode()).hexdigest()[:12]}.json"
+    path = trained_cache_dir() / "ltpo_smol_tuning" / f"{hashlib.sha1(key.encode()).hexdigest()[:12]}.json"
     with file_lock(path.with_suffix(".lock"), "LTPO's SmolLM2 tuning"):
         if path.exists():
             return json.loads(path.read_text())

@@ -26,7 +26,7 @@ from tqdm.auto import tqdm
 from transformers import AutoModelForCausalLM, PreTrainedTokenizerFast
 
 from ...core.locks import file_lock
-from ...core.paths import cache_dir
+from ...core.paths import trained_cache_dir
 from ...core.threads import torch_threads
 from ...latent.ltpo import LatentProblem
 from ...lm.tiny import tiny_config
@@ -148,7 +148,7 @@ def load_reasoner(world: ModArithWorld, k: int, seed: int = 0, recipe: dict | No
     """(model, tokenizer, info) of the tiny reasoner, trained on first use and cached under the iclr26 cache."""
     recipe = {**RECIPE, **(recipe or {})}
     spec = json.dumps([recipe, world.p, world.max_train_ops, world.holdout, k, seed], sort_keys=True)
-    out = cache_dir() / "zoo" / f"ltpo-modarith-s{seed}-{hashlib.sha1(spec.encode()).hexdigest()[:8]}"
+    out = trained_cache_dir() / "zoo" / f"ltpo-modarith-s{seed}-{hashlib.sha1(spec.encode()).hexdigest()[:8]}"
     if not (out / "train.json").exists():
         with file_lock(out.with_name(out.name + ".lock"), "the LTPO tiny reasoner"):
             if not (out / "train.json").exists():

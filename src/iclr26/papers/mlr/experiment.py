@@ -16,7 +16,7 @@ from transformers import AutoModelForCausalLM, PrinterCallback, TrainerCallback
 from transformers.utils import logging as hf_logging
 
 from iclr26.core.locks import file_lock
-from iclr26.core.paths import cache_dir
+from iclr26.core.paths import trained_cache_dir
 from iclr26.core.seeding import seed_everything, stage_seed
 from iclr26.core.threads import run_threads
 from iclr26.lm.tiny import tiny_model
@@ -85,7 +85,7 @@ def _pretrained_base(cfg: Cfg, world: ModProgWorld, ctx):
     key = json.dumps([BASE_VERSION, cfg.operations, cfg.p, cfg.d_model, cfg.n_layers, cfg.pretrain_epochs,
                       cfg.pretrain_lookups, cfg.pretrain_reps, cfg.pretrain_chains, cfg.patience,
                       cfg.base_lr])  # fmt: skip
-    d = cache_dir() / "mlr-base" / hashlib.sha1(key.encode()).hexdigest()[:12]
+    d = trained_cache_dir() / "mlr-base" / hashlib.sha1(key.encode()).hexdigest()[:12]
     tok = build_word_tokenizer(world.vocabulary_texts())
     with file_lock(d.with_suffix(".lock"), "the MLR base model", quiet=ctx.quiet):
         if not (d / "config.json").exists():
@@ -121,7 +121,7 @@ def _cached(cfg: Cfg, seed: int, name: str, build, make_empty, ctx):
     """A trained SFT stage of a seed, built once and cached (its state dict) like the base."""
     key = json.dumps([BASE_VERSION, "stage-seeded", name, seed,
                       {k: v for k, v in asdict(cfg).items() if k in SFT_FIELDS}])  # fmt: skip
-    f = cache_dir() / "mlr-sft" / f"{hashlib.sha1(key.encode()).hexdigest()[:16]}.pt"
+    f = trained_cache_dir() / "mlr-sft" / f"{hashlib.sha1(key.encode()).hexdigest()[:16]}.pt"
     f.parent.mkdir(parents=True, exist_ok=True)
     with file_lock(f.with_suffix(".lock"), f"the MLR {name} model", quiet=ctx.quiet):
         if f.exists():

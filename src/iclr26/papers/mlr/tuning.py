@@ -24,7 +24,7 @@ import json
 import time
 
 from iclr26.core.locks import cached_json
-from iclr26.core.paths import cache_dir
+from iclr26.core.paths import trained_cache_dir
 from iclr26.probing.tuning import tune_on_grid
 
 from . import Cfg
@@ -50,7 +50,7 @@ def cache_path(cfg: Cfg, base_version: int):
     """The cache file of ``cfg``'s tuned lrs: keyed by everything that shapes training (not seeds, arms, test set)."""
     keyed = {k: v for k, v in dataclasses.asdict(cfg).items() if k not in NOT_KEYS}
     spec = json.dumps([base_version, TUNE_SEED, keyed], sort_keys=True, default=str)
-    return cache_dir() / "zoo" / f"mlr-lrs-{hashlib.sha1(spec.encode()).hexdigest()[:10]}.json"
+    return trained_cache_dir() / "zoo" / f"mlr-lrs-{hashlib.sha1(spec.encode()).hexdigest()[:10]}.json"
 
 
 def tuned_lrs(cfg: Cfg, ctx, stages=None) -> dict:

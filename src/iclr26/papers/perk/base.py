@@ -12,7 +12,7 @@ import numpy as np
 import torch
 
 from iclr26.core.locks import file_lock
-from iclr26.core.paths import cache_dir
+from iclr26.core.paths import trained_cache_dir
 from iclr26.latent.perk import Example, icr_prompts, qa_batch
 from iclr26.worlds.perk import TASKS, KVWorld
 
@@ -118,7 +118,7 @@ def load_base(cfg: Cfg, ctx=None):
     if not cfg.base_long:  # VERSION 4: contexts up to the training length only (the key of older bases unchanged)
         spec.update(train_max=cfg.train_segs)
     key = hashlib.sha1(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:8]
-    out = cache_dir() / "zoo" / f"perk-base-{key}"
+    out = trained_cache_dir() / "zoo" / f"perk-base-{key}"
     if not (out / "done").exists():
         with file_lock(out.with_name(out.name + ".lock"), "the PERK base model"):
             if not (out / "done").exists():

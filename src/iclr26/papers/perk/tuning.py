@@ -25,7 +25,7 @@ import numpy as np
 import torch
 
 from iclr26.core.locks import cached_json
-from iclr26.core.paths import cache_dir
+from iclr26.core.paths import trained_cache_dir
 from iclr26.core.seeding import stage_seed
 from iclr26.latent.perk import FTICR, PERK, FTICRConfig, PERKConfig
 from iclr26.probing.tuning import tune_on_grid
@@ -113,7 +113,7 @@ def cache_path(cfg: Cfg, base_key: str):
     the test set or SmolLM2)."""
     keyed = {k: v for k, v in dataclasses.asdict(cfg).items() if k not in NOT_KEYS}
     spec = json.dumps([base_key, TUNE_SEED, keyed, "stage-seeded"], sort_keys=True, default=str)  # VERSION 5
-    return cache_dir() / "zoo" / f"perk-lrs-{hashlib.sha1(spec.encode()).hexdigest()[:10]}.json"
+    return trained_cache_dir() / "zoo" / f"perk-lrs-{hashlib.sha1(spec.encode()).hexdigest()[:10]}.json"
 
 
 def tuned_lrs(cfg: Cfg, base, tok, base_key: str, ctx) -> dict:

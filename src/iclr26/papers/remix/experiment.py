@@ -16,7 +16,7 @@ from transformers.utils import logging as hf_logging
 from trl import GRPOConfig, GRPOTrainer
 
 from iclr26.core.locks import file_lock
-from iclr26.core.paths import cache_dir
+from iclr26.core.paths import trained_cache_dir
 from iclr26.core.threads import run_threads
 from iclr26.lm.tiny import tiny_model
 from iclr26.lm.tokenizer import build_word_tokenizer
@@ -93,7 +93,7 @@ def _sft(cfg: Cfg, seed: int, world: ArithmeticWorld, ctx):
     """The SFT policy of a seed, trained once on the noisy teacher and cached (like the zoo's models)."""
     key = json.dumps([SFT_VERSION, seed, cfg.d_model, cfg.n_layers, cfg.sft_steps, cfg.sft_examples, cfg.noise,
                       cfg.pad_prob, cfg.n_test])  # fmt: skip
-    d = cache_dir() / "remix-sft" / hashlib.sha1(key.encode()).hexdigest()[:12]
+    d = trained_cache_dir() / "remix-sft" / hashlib.sha1(key.encode()).hexdigest()[:12]
     with file_lock(d.with_suffix(".lock"), "the ReMix SFT policy", quiet=ctx.quiet):
         if not (d / "config.json").exists():
             model, tok = _train_sft(cfg, seed, world, ctx)

@@ -13,10 +13,10 @@ from dataclasses import asdict
 import torch
 from tqdm.auto import tqdm
 
+from ...core.paths import trained_cache_dir
 from ...core.threads import torch_threads
 from ...kvcache import cache_lengths, compress_record, make_press, record_prefill, timed_generate
 from ...kvcache.measure import continue_from
-from ...lm.loading import cache_dir
 from ...worlds.longctx import TASKS, SyntheticLongCtx, WikiLongCtx
 from . import (
     BASELINES,
@@ -146,7 +146,7 @@ def tiny_longctx_model(trained: bool = True, seed: int = 0, progress: bool = Tru
 def _tiny_dir(world, seed):
     spec = [TINY_RECIPE, world.vocabulary_texts()]
     key = hashlib.sha1(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:8]
-    return cache_dir() / "zoo" / f"longctx-tiny-s{seed}-{key}"
+    return trained_cache_dir() / "zoo" / f"longctx-tiny-s{seed}-{key}"
 
 
 def tiny_train_info(seed: int = 0) -> dict:

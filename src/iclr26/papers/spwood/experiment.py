@@ -11,7 +11,7 @@ import numpy as np
 import torch
 
 from iclr26.core.locks import file_lock
-from iclr26.core.paths import cache_dir
+from iclr26.core.paths import trained_cache_dir
 from iclr26.vision.spwood import (
     SPWOODConfig,
     TinyRotatedFCOS,
@@ -106,14 +106,12 @@ def _digest(*arrays) -> str:
 
 def cached_burn_in(X, insts, lab, val, c: SPWOODConfig, seed: int, ctx=None, tag: str = "") -> dict:
     """The converged supervised burn-in (`train_spwood`'s phase 1) for these data, labels and burn-in settings, on
-    disk under ``cache_dir()/spwood_burnin`` (keyed by a digest of the images, labels and `burn_in_key`), so that
-    arms sharing a burn-in (supervised-only, semi, PWOOD-like, plain-focal SPWOOD) and later runs reuse it. The key
-    holds torch's thread count: a burn-in trained with another count ends elsewhere, and reusing it would make a
-    run's numbers depend on which run filled the cache."""
+    disk under ``trained_cache_dir()/spwood_burnin`` (keyed by a digest of the images, labels and `burn_in_key`; the
+    folder by torch's thread count), so that arms sharing a burn-in (supervised-only, semi, PWOOD-like, plain-focal
+    SPWOOD) and later runs reuse it."""
     blob = json.dumps(
         {
             "v": 3,
-            "threads": torch.get_num_threads(),
             "seed": seed,
             "key": list(burn_in_key(c)),
             "lab": np.asarray(lab).tolist(),
@@ -121,7 +119,7 @@ def cached_burn_in(X, insts, lab, val, c: SPWOODConfig, seed: int, ctx=None, tag
             "insts": _digest(*[v for ins in insts for v in (ins["rbox"], ins["cls"], ins["type"])]),
         }
     )
-    path = cache_dir() / "spwood_burnin" / f"{hashlib.sha1(blob.encode()).hexdigest()[:16]}.pt"
+    path = trained_cache_dir() / "spwood_burnin" / f"{hashlib.sha1(blob.encode()).hexdigest()[:16]}.pt"
     with file_lock(path.with_suffix(".lock"), f"the SPWOOD burn-in {tag}", quiet=True):
         if path.exists():
             return torch.load(path, weights_only=True)

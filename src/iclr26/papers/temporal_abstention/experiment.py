@@ -13,7 +13,7 @@ from transformers import AutoModelForCausalLM, PrinterCallback, TrainerCallback
 from transformers.utils import logging as hf_logging
 
 from iclr26.core.locks import cached_json
-from iclr26.core.paths import cache_dir
+from iclr26.core.paths import trained_cache_dir
 from iclr26.probing.tuning import tune_on_grid
 from iclr26.rlft.abstention import (
     AbstentionReward,
@@ -113,7 +113,7 @@ def tuned_lrs(base, tok, cfg: Cfg, ctx) -> dict:
             "sft_max_epochs", "n_rl", "rl_unanswerable", "grpo_steps", "grpo_batch", "num_generations", "beta",
             "max_new_tokens", "n_val", "sft_lr_grid", "grpo_lr_grid", "max_extensions")  # fmt: skip
     spec = json.dumps({k: getattr(cfg, k) for k in keys}, sort_keys=True)
-    path = cache_dir() / "zoo" / f"abstention-lrs-{hashlib.sha1(spec.encode()).hexdigest()[:10]}.json"
+    path = trained_cache_dir() / "zoo" / f"abstention-lrs-{hashlib.sha1(spec.encode()).hexdigest()[:10]}.json"
 
     def compute():
         t0, s = time.time(), 1000 * TUNE_SEED

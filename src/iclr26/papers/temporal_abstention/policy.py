@@ -11,7 +11,7 @@ import torch
 from transformers import AutoModelForCausalLM
 
 from iclr26.core.locks import file_lock
-from iclr26.core.paths import cache_dir
+from iclr26.core.paths import trained_cache_dir
 from iclr26.lm.tiny import tiny_model
 from iclr26.lm.train import TrainConfig
 from iclr26.rlft.abstention import exact_word_tokenizer
@@ -43,7 +43,7 @@ def base_policy(cfg, tok, progress: bool = True) -> tuple[torch.nn.Module, float
     """The cached base policy (trained on first use, under a lock) and the seconds spent training it now."""
     key = f"abstention-base-d{cfg.d_model}-l{cfg.n_layers}-s{cfg.base_steps}-n{cfg.base_items}"
     key += f"-u{cfg.base_unanswerable:g}-v1"
-    folder = cache_dir() / "zoo" / key
+    folder = trained_cache_dir() / "zoo" / key
     spent = 0.0
     with file_lock(folder.with_suffix(".lock"), f"the temporal-abstention base policy {key}"):
         if not (folder / "done.json").exists():

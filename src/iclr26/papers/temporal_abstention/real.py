@@ -23,7 +23,7 @@ import tempfile
 import time
 
 from iclr26.core.locks import file_lock
-from iclr26.core.paths import cache_dir
+from iclr26.core.paths import trained_cache_dir
 from iclr26.rlft.abstention import (
     AbstentionReward,
     abstention_grpo_trainer,
@@ -130,7 +130,7 @@ def sft_policy(log=print):
     from iclr26.lm import zoo
 
     key = f"abstention-smollm2-sft-lr{SFT_LR:g}-b{SFT_BATCH}-max{SFT_MAX_STEPS}-stop{STOP_FORMAT:g}-v1"
-    folder = cache_dir() / "zoo" / key
+    folder = trained_cache_dir() / "zoo" / key
     with file_lock(folder.with_suffix(".lock"), f"the SmolLM2 LoRA CoT-SFT adapter {key}"):
         if not (folder / "done.json").exists():
             t0 = time.time()

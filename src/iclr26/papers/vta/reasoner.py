@@ -15,7 +15,7 @@ import torch
 from transformers import PrinterCallback, TrainerCallback
 
 from iclr26.core.locks import cached_json
-from iclr26.core.paths import cache_dir
+from iclr26.core.paths import trained_cache_dir
 from iclr26.probing.tuning import tune_on_grid
 from iclr26.rlft.abstention import generate
 from iclr26.rlft.vta import (
@@ -126,7 +126,7 @@ def tuned_lrs(base, tok, cfg: Cfg, ctx) -> dict:
             "sft_lr_grid", "sft_max_epochs", "grpo_steps", "grpo_eval_every", "grpo_batch", "num_generations",
             "grpo_lr_grid", "beta", "max_extensions")  # fmt: skip
     spec = json.dumps({k: getattr(cfg, k) for k in keys}, sort_keys=True)
-    path = cache_dir() / "zoo" / f"vta-lrs-{hashlib.sha1(spec.encode()).hexdigest()[:10]}.json"
+    path = trained_cache_dir() / "zoo" / f"vta-lrs-{hashlib.sha1(spec.encode()).hexdigest()[:10]}.json"
 
     def compute():
         t0, data = time.time(), build(cfg, TUNE_SEED)
