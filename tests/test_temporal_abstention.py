@@ -7,6 +7,7 @@ import random
 
 import pytest
 import torch
+import transformers
 
 from iclr26.rlft.abstention import (
     AbstentionReward,
@@ -432,3 +433,60 @@ def test_real_lora_grpo_trains_the_adapter_only(monkeypatch, tmp_path):
     frozen_moved = [n for n in before if "lora_" not in n and not torch.equal(before[n], after[n].detach())]
     assert moved and not frozen_moved
     assert len(log) == 1
+
+
+def test_held_out_reward_stopping_stops_restores_and_scores(tmp_path):
+    """GRPO trained by `HeldOutRewardStopping`: TRL stops at the first evaluation after `patience` scores without
+    gain (not before `min_steps`), `restore` loads the weights of the best step (step 0 = the policy as passed is
+    scored too), and a score is the mean reward of the greedy completions."""
+    from iclr26.lm.tiny import tiny_model
+    from iclr26.rlft.abstention import (
+        HeldOutRewardStopping,
+        abstention_grpo_trainer,
+        generate,
+        grpo_config,
+        grpo_dataset,
+    )
+
+    tok = exact_word_tokenizer(vocabulary())
+    prompts, golds = ["Question: Where did Alice work in 1990 ?\n", "Question: Where did Alice work in 1999 ?\n"], [
+        "Acme", NO_ANSWER]
+
+    def trained(scores, patience, min_steps):
+        torch.manual_seed(0)
+        model = tiny_model("llama", vocab_size=len(tok), d_model=32, n_layers=1, n_heads=2, max_len=128)
+        ds = grpo_dataset([{"prompt": p, "answer": g} for p, g in zip(prompts, golds)])
+        script, seen = iter(scores), {0: {k: v.clone() for k, v in model.state_dict().items()}}
+        stop = HeldOutRewardStopping(model, tok, prompts, golds, AbstentionReward(), eval_every=1,
+                                     patience=patience, min_steps=min_steps, max_new_tokens=8)  # fmt: skip
+        stop.score = lambda: next(script)
+
+        class Snap(transformers.TrainerCallback):
+            def on_step_end(self, args, state, control, **kw):
+                seen[state.global_step] = {k: v.clone() for k, v in model.state_dict().items()}
+
+        args = grpo_config(str(tmp_path / f"o{patience}{min_steps}"), use_cpu=True, max_completion_length=8,
+                           per_device_train_batch_size=4, learning_rate=5e-2, max_steps=12, beta=0.0,
+                           disable_tqdm=True)  # fmt: skip
+        trainer = abstention_grpo_trainer(model, tok, ds, args, callbacks=[Snap(), stop])
+        trainer.train()
+        moved = any(not torch.equal(v, seen[1][k]) for k, v in model.state_dict().items())
+        return trainer.state.global_step, stop.restore(), model, seen, moved
+
+    steps, best, model, seen, moved = trained([0.1, 0.5, 0.4, 0.3, 0.2, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1], 2, 0)
+    assert (steps, best) == (3, 1) and moved  # scores at steps 0..3: best at 1, two without gain -> stop at step 3
+    assert all(torch.equal(v, seen[1][k]) for k, v in model.state_dict().items())
+    steps, best, *_ = trained([0.1, 0.5, 0.4, 0.3, 0.2, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1], 2, 6)
+    assert (steps, best) == (6, 1)  # min_steps holds the stop back
+    steps, best, model, seen, _ = trained([0.9] + [0.1] * 12, 2, 0)
+    assert (steps, best) == (2, 0)  # nothing beat the policy as passed: its own weights come back
+    assert all(torch.equal(v, seen[0][k]) for k, v in model.state_dict().items())
+
+    torch.manual_seed(1)
+    model = tiny_model("llama", vocab_size=len(tok), d_model=32, n_layers=1, n_heads=2, max_len=128)
+    stop = HeldOutRewardStopping(model, tok, prompts, golds, AbstentionReward(), eval_every=1, patience=1,
+                                 max_new_tokens=8)  # fmt: skip
+    outs = generate(model, tok, prompts, max_new_tokens=8)
+    assert stop.score() == pytest.approx(sum(AbstentionReward()(outs, answer=golds)) / 2)
+    with pytest.raises(ValueError, match="as many golds"):
+        HeldOutRewardStopping(model, tok, prompts, golds[:1], AbstentionReward(), eval_every=1, patience=1)

@@ -11,7 +11,8 @@ Protocol (TimeQA and Qwen2.5 are out of reach on a 2-core CPU; the paper's pipel
 A micro llama with an exact word tokenizer is pre-trained once (cached) on prompt + rationale texts with 10 %
 unanswerables (a CoT warm start standing in for the instruct model; a separate world seed). Per seed: CoT-SFT with TRL's
 `SFTTrainer` on `n_sft` rationales with a small share (10 %) of unanswerables, epochs chosen by validation EM (early
-stopping); then, from that SFT policy and with the same budget (`grpo_steps` steps of `grpo_batch` rollouts, G = 4),
+stopping); then, from that SFT policy and by the same rule (steps of `grpo_batch` rollouts, G = 4, until the arm's own
+reward, greedy on held-out prompts drawn like its training prompts, stops improving; VERSION 5),
 TRL's `GRPOTrainer` with (i) the abstention-aware reward on RL prompts at the natural ratio (25 % unanswerable),
 (ii) the EM-only reward without abstention bonus (control), (iii) the abstention-aware reward on 80 % unanswerable
 prompts (collapse ablation). Every policy is scored greedily on the same held-out test set (25 % unanswerable). The
@@ -52,7 +53,14 @@ class Cfg:
     n_rl: int = field(default=2000, metadata={"help": "RL prompts per arm (paper: ~20K TimeQA questions)"})
     rl_unanswerable: float = field(default=0.25, metadata={"help": "unanswerable share in RL (natural TimeQA-like)"})
     collapse_unanswerable: float = field(default=0.8, metadata={"help": "share in the collapse ablation (dossier)"})
-    grpo_steps: int = field(default=40, metadata={"help": "GRPO steps per arm, same for every arm (ours)"})
+    grpo_steps: int = field(
+        default=400,
+        metadata={"help": "GRPO step cap per arm, a safety net: the held-out reward's early stopping decides (ours; "
+                          "VERSION 4 and before: a fixed 40 steps for every arm)"},
+    )
+    grpo_eval_every: int = field(default=20, metadata={"help": "GRPO steps between held-out greedy rewards (ours)"})
+    grpo_patience: int = field(default=3, metadata={"help": "held-out scores without gain before stopping (ours)"})
+    grpo_min_steps: int = field(default=200, metadata={"help": "no GRPO arm stops before this step (ours; cap / 2)"})
     grpo_batch: int = field(default=16, metadata={"help": "completions per step, G per prompt (paper: 8 per device)"})
     num_generations: int = field(default=4, metadata={"help": "G rollouts per prompt (paper: 4)"})
     grpo_lr_grid: tuple[float, ...] = field(
@@ -66,7 +74,11 @@ class Cfg:
     beta: float = field(default=0.01, metadata={"help": "KL coefficient to the SFT policy (paper: 0.01)"})
     max_new_tokens: int = field(default=64, metadata={"help": "completion length cap (paper: 256)"})
     # evaluation
-    n_val: int = field(default=100, metadata={"help": "validation questions (25 % unanswerable) for SFT stopping"})
+    n_val: int = field(
+        default=100,
+        metadata={"help": "validation questions for SFT stopping (25 % unanswerable) and per GRPO arm for its "
+                          "stopping (drawn like the arm's RL prompts)"},
+    )
     n_test: int = field(default=240, metadata={"help": "test questions (25 % unanswerable)"})
     micro: bool = field(
         default=True,
@@ -84,9 +96,12 @@ class Cfg:
         for name in ("sft_unanswerable", "rl_unanswerable", "collapse_unanswerable"):
             if not 0.0 <= getattr(self, name) <= 1.0:
                 raise ValueError(f"Cfg.{name} must be in [0, 1], got {getattr(self, name)!r}")
-        for name in ("n_sft", "n_rl", "grpo_steps", "n_val", "n_test", "base_steps", "sft_max_epochs"):
+        for name in ("n_sft", "n_rl", "grpo_steps", "grpo_eval_every", "grpo_patience", "n_val", "n_test",
+                     "base_steps", "sft_max_epochs"):
             if getattr(self, name) < 1:
                 raise ValueError(f"Cfg.{name} must be >= 1, got {getattr(self, name)!r}")
+        if self.grpo_min_steps < 0:
+            raise ValueError(f"Cfg.grpo_min_steps must be >= 0, got {self.grpo_min_steps!r}")
         if not self.micro and not self.real_steps:
             raise ValueError("nothing to run: Cfg.micro is off and Cfg.real_steps is 0")
         if self.real_steps < 0:
@@ -97,15 +112,18 @@ class Cfg:
 
 CONFIGS = {
     "smoke": Cfg(seeds=(0, 1), base_steps=30, base_items=300, n_sft=64, sft_max_epochs=1, n_rl=32, grpo_steps=2,
-                 grpo_batch=8, n_val=8, n_test=16, max_new_tokens=48, sft_lr_grid=(1e-3,), grpo_lr_grid=(2e-4,),
+                 grpo_eval_every=1, grpo_patience=1, grpo_min_steps=0, grpo_batch=8, n_val=8, n_test=16,
+                 max_new_tokens=48, sft_lr_grid=(1e-3,), grpo_lr_grid=(2e-4,),
                  max_extensions=0),
     "quick": Cfg(),
-    "full": Cfg(seeds=(0, 1, 2, 3, 4), d_model=128, n_layers=4, base_steps=4000, grpo_steps=300, n_test=1000,
+    "full": Cfg(seeds=(0, 1, 2, 3, 4), d_model=128, n_layers=4, base_steps=4000, grpo_steps=1000, grpo_min_steps=500,
+                n_test=1000,
                 real_steps=8),
 }  # fmt: skip
-VERSION = 4  # 4: the opt-in SmolLM2 check gets a testbed (format rate after SFT) and a paired reward claim, every seed
+VERSION = 5  # 5: every GRPO arm (and every tuning candidate) trained until its held-out greedy reward stops improving
+# 4: the opt-in SmolLM2 check gets a testbed (format rate after SFT) and a paired reward claim, every seed
 # 3: GRPO lr grid centred on the paper's 1e-5 (was 1e-4..1e-3, extended twice downwards)
-EXPECTED_SECONDS = {"smoke": 30, "quick": 600, "full": 7200}
+EXPECTED_SECONDS = {"smoke": 30, "quick": 2600, "full": 14400}  # quick v5: 2,559 s wall, empty cache, one process
 ACCEPTS_MODEL = False
 MODEL_NOTE = "train your own model with `iclr26.rlft.abstention` (cot_sft_trainer, abstention_grpo_trainer)"
 
@@ -212,6 +230,10 @@ for _a in ("grpo", "emonly", "u80"):
     METRICS[f"{_a}_reward_first"] = f"{_ARMS[_a]}: mean training reward over the first 10 % of steps"
     METRICS[f"{_a}_reward_last"] = f"{_ARMS[_a]}: mean training reward over the last 10 % of steps"
     METRICS[f"{_a}_seconds"] = f"{_ARMS[_a]}: wall seconds of GRPO"
+    METRICS[f"{_a}_steps"] = f"{_ARMS[_a]}: GRPO steps until its held-out reward stopped improving (or the cap)"
+    METRICS[f"{_a}_best_step"] = f"{_ARMS[_a]}: the step whose weights were kept (0: the SFT policy's)"
+    METRICS[f"{_a}_val_reward"] = f"{_ARMS[_a]}: best held-out greedy reward (its own reward, its own prompt mix)"
+    METRICS[f"{_a}_val_reward_start"] = f"{_ARMS[_a]}: held-out greedy reward of the SFT policy (step 0)"
 _REAL = {"base": "SmolLM2-135M-Instruct before SFT (control)", "sft": "SmolLM2 after LoRA CoT-SFT",
          "grpo": "SmolLM2 after LoRA CoT-SFT + GRPO"}  # fmt: skip
 for _a, _d in _REAL.items():

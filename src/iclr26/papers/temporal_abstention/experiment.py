@@ -17,6 +17,7 @@ from iclr26.core.paths import trained_cache_dir
 from iclr26.probing.tuning import tune_on_grid
 from iclr26.rlft.abstention import (
     AbstentionReward,
+    HeldOutRewardStopping,
     abstention_grpo_trainer,
     abstention_metrics,
     cot_sft_trainer,
@@ -85,20 +86,29 @@ def cot_sft(base, tok, items, val, cfg: Cfg, seed: int, ctx, lr: float):
     return model.eval(), keep.best_epoch
 
 
-def grpo(sft, tok, items, reward, cfg: Cfg, seed: int, ctx, lr: float):
-    """One GRPO arm from the SFT policy: ``grpo_steps`` steps of ``grpo_batch`` rollouts, same for every arm."""
+def grpo(sft, tok, items, reward, cfg: Cfg, seed: int, ctx, lr: float, val):
+    """One GRPO arm from the SFT policy, trained until its greedy reward on the held-out items `val` (drawn like its
+    training prompts) stops improving (`HeldOutRewardStopping`: every ``grpo_eval_every`` steps, patience
+    ``grpo_patience``, not before ``grpo_min_steps``, at most ``grpo_steps``); the best weights are returned.
+    The same rule for every arm and every candidate lr."""
     model = clone(sft)
+    stop = HeldOutRewardStopping(model, tok, [it.prompt for it in val], [it.answer for it in val], reward,
+                                 eval_every=cfg.grpo_eval_every, patience=cfg.grpo_patience,
+                                 min_steps=cfg.grpo_min_steps, max_new_tokens=cfg.max_new_tokens)  # fmt: skip
     with tempfile.TemporaryDirectory() as tmp:
         args = grpo_config(tmp, learning_rate=lr, max_steps=cfg.grpo_steps,
                            per_device_train_batch_size=cfg.grpo_batch, num_generations=cfg.num_generations,
                            max_completion_length=cfg.max_new_tokens, beta=cfg.beta, use_cpu=True, seed=seed,
                            logging_steps=1, disable_tqdm=True)  # fmt: skip
-        trainer = abstention_grpo_trainer(model, tok, grpo_dataset(items), args, reward=reward)
+        trainer = abstention_grpo_trainer(model, tok, grpo_dataset(items), args, reward=reward, callbacks=[stop])
         trainer.remove_callback(PrinterCallback)
         trainer.train()
+    best_step = stop.restore()
     rewards = [h["reward"] for h in trainer.state.log_history if "reward" in h]
     k = max(1, len(rewards) // 10)
-    return model.eval(), sum(rewards[:k]) / k, sum(rewards[-k:]) / k
+    info = {"steps": trainer.state.global_step, "best_step": best_step, "val_reward": stop.stopper.best,
+            "val_reward_start": stop.stopper.scores[0]}  # fmt: skip
+    return model.eval(), sum(rewards[:k]) / k, sum(rewards[-k:]) / k, info
 
 
 TUNE_SEED = 77  # world seed of the tuning data, disjoint from every reproduction seed's (1000 * seed + 1..8)
@@ -110,7 +120,8 @@ def tuned_lrs(base, tok, cfg: Cfg, ctx) -> dict:
     grows past an edge pick (`tune_on_grid`). Every seed and every GRPO arm then uses these values (the EM-only and
     80 % arms are ablations of the abstention arm: one change each, same lr and budget)."""
     keys = ("d_model", "n_layers", "base_steps", "base_items", "base_unanswerable", "n_sft", "sft_unanswerable",
-            "sft_max_epochs", "n_rl", "rl_unanswerable", "grpo_steps", "grpo_batch", "num_generations", "beta",
+            "sft_max_epochs", "n_rl", "rl_unanswerable", "grpo_steps", "grpo_eval_every", "grpo_patience",
+            "grpo_min_steps", "grpo_batch", "num_generations", "beta",
             "max_new_tokens", "n_val", "sft_lr_grid", "grpo_lr_grid", "max_extensions")  # fmt: skip
     spec = json.dumps({k: getattr(cfg, k) for k in keys}, sort_keys=True)
     path = trained_cache_dir() / "zoo" / f"abstention-lrs-{hashlib.sha1(spec.encode()).hexdigest()[:10]}.json"
@@ -120,6 +131,7 @@ def tuned_lrs(base, tok, cfg: Cfg, ctx) -> dict:
         val = make_temporal_qa(cfg.n_val, unanswerable_frac=NATURAL, seed=s + 2)
         sft_items = make_temporal_qa(cfg.n_sft, unanswerable_frac=cfg.sft_unanswerable, seed=s + 3)
         rl_items = make_temporal_qa(cfg.n_rl, unanswerable_frac=cfg.rl_unanswerable, seed=s + 4)
+        rl_val = make_temporal_qa(cfg.n_val, unanswerable_frac=cfg.rl_unanswerable, seed=s + 6)
 
         def sft_score(lr):
             pol, _ = cot_sft(base, tok, sft_items, val, cfg, TUNE_SEED, ctx, lr=lr)
@@ -132,7 +144,7 @@ def tuned_lrs(base, tok, cfg: Cfg, ctx) -> dict:
 
         def grpo_score(lr):
             torch.manual_seed(TUNE_SEED)
-            pol, _, _ = grpo(g_sft.payload, tok, rl_items, AbstentionReward(), cfg, TUNE_SEED, ctx, lr=lr)
+            pol, *_ = grpo(g_sft.payload, tok, rl_items, AbstentionReward(), cfg, TUNE_SEED, ctx, lr=lr, val=rl_val)
             return evaluate(pol, tok, val, cfg, "v")["v_em"], None
 
         g_rl = tune_on_grid(grpo_score, cfg.grpo_lr_grid, max_extensions=cfg.max_extensions)
@@ -169,6 +181,9 @@ def micro_arms(cfg: Cfg, seed: int, ctx) -> dict[str, float]:
     sft_items = make_temporal_qa(cfg.n_sft, unanswerable_frac=cfg.sft_unanswerable, seed=s + 3)
     rl_items = make_temporal_qa(cfg.n_rl, unanswerable_frac=cfg.rl_unanswerable, seed=s + 4)
     u80_items = make_temporal_qa(cfg.n_rl, unanswerable_frac=cfg.collapse_unanswerable, seed=s + 5)
+    # held-out prompts for each arm's stopping rule, drawn like its training prompts (VERSION 5)
+    rl_val = make_temporal_qa(cfg.n_val, unanswerable_frac=cfg.rl_unanswerable, seed=s + 6)
+    u80_val = make_temporal_qa(cfg.n_val, unanswerable_frac=cfg.collapse_unanswerable, seed=s + 7)
 
     # testbed: the teacher's own rationales (oracle) and an untrained policy (control)
     teacher = abstention_metrics([it.rationale for it in test], [it.answer for it in test])
@@ -184,19 +199,22 @@ def micro_arms(cfg: Cfg, seed: int, ctx) -> dict[str, float]:
     out.update(evaluate(sft, tok, test, cfg, "sft"))
     ctx.log(f"seed {seed}: SFT ({out['sft_epochs']} ep) EM {out['sft_em']:.3f} TP {out['sft_tp']:.3f}")
 
-    arms = {"grpo": (rl_items, AbstentionReward()), "emonly": (rl_items, em_only_reward()),
-            "u80": (u80_items, AbstentionReward())}  # fmt: skip
-    for name, (items, reward) in arms.items():
+    arms = {"grpo": (rl_items, AbstentionReward(), rl_val), "emonly": (rl_items, em_only_reward(), rl_val),
+            "u80": (u80_items, AbstentionReward(), u80_val)}  # fmt: skip
+    for name, (items, reward, arm_val) in arms.items():
         t0 = time.time()
         torch.manual_seed(seed)
-        pol, out[f"{name}_reward_first"], out[f"{name}_reward_last"] = grpo(
-            sft, tok, items, reward, cfg, seed, ctx, lr=lrs["grpo_lr"]
+        pol, out[f"{name}_reward_first"], out[f"{name}_reward_last"], info = grpo(
+            sft, tok, items, reward, cfg, seed, ctx, lr=lrs["grpo_lr"], val=arm_val
         )
         out[f"{name}_seconds"] = time.time() - t0
+        out[f"{name}_steps"], out[f"{name}_best_step"] = float(info["steps"]), float(info["best_step"])
+        out[f"{name}_val_reward"], out[f"{name}_val_reward_start"] = info["val_reward"], info["val_reward_start"]
         out.update(evaluate(pol, tok, test, cfg, name))
         out[f"{name}_tp_gain"] = out[f"{name}_tp"] - out["sft_tp"]
         ctx.log(f"seed {seed}: {name} EM {out[f'{name}_em']:.3f} TP {out[f'{name}_tp']:.3f} "
-                f"over-abst {out[f'{name}_over_abstention']:.3f} ({out[f'{name}_seconds']:.0f} s)")  # fmt: skip
+                f"over-abst {out[f'{name}_over_abstention']:.3f}; {info['steps']} steps, best {info['best_step']} "
+                f"({out[f'{name}_seconds']:.0f} s)")  # fmt: skip
     return out
 
 

@@ -3,11 +3,13 @@ QA and Beyond?*, ICLR 2026, https://arxiv.org/abs/2602.04755; code https://githu
 
 Two stages on TRL: CoT-SFT (`cot_sft_trainer`, an `SFTTrainer`) and GRPO with the rule-based abstention-aware
 reward (`abstention_grpo_trainer`, a `GRPOTrainer` with `AbstentionReward().reward_funcs`); `abstention_metrics`
-scores EM, true positives on unanswerables and over-abstention.
+scores EM, true positives on unanswerables and over-abstention; `HeldOutRewardStopping` trains GRPO until its held-out
+greedy reward stops improving.
 """
 
 from .metrics import abstention_metrics
 from .reward import FORMAT_RE, NO_ANSWER, AbstentionReward, em_only_reward, extract_answer, rouge_l
+from .stopping import HeldOutRewardStopping
 from .tokenizer import exact_word_tokenizer
 from .trainers import (
     SYSTEM,
@@ -25,6 +27,7 @@ __all__ = [
     "NO_ANSWER",
     "SYSTEM",
     "AbstentionReward",
+    "HeldOutRewardStopping",
     "abstention_grpo_trainer",
     "abstention_metrics",
     "cot_sft_trainer",
