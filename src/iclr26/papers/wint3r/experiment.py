@@ -46,10 +46,11 @@ def _run(cfg: Cfg, seed: int, ctx) -> dict[str, float]:
             m[f"{k}_{arm}"] = r[k]
         m[f"steps_{arm}"], m[f"val_{arm}"] = float(info["steps"]), info["best_val"]
         m[f"early_{arm}"] = float(info["steps"] < cfg.max_steps)
+        m[f"best_step_{arm}"] = float(info["best_step"])
         models[arm] = model
-        ctx.log(f"  {arm}: {info['steps']} steps ({info['seconds']:.0f}s, val {info['best_val']:.3f}); Chamfer "
-                f"{r['chamfer_overall']:.4f} ATE {r['ate']:.4f} RRA15 {r['rra15']:.3f} RTA15 {r['rta15']:.3f} "
-                f"AUC30 {r['auc30']:.3f}")  # fmt: skip
+        ctx.log(f"  {arm}: {info['steps']} steps (best {info['best_step']}, {info['seconds']:.0f}s, val "
+                f"{info['best_val']:.3f}); Chamfer {r['chamfer_overall']:.4f} ATE {r['ate']:.4f} RRA15 "
+                f"{r['rra15']:.3f} RTA15 {r['rta15']:.3f} AUC30 {r['auc30']:.3f}")  # fmt: skip
     m["params"] = float(sum(p.numel() for p in models["full"].parameters()))
     # throughput, interleaved over the arms (best of 3 rounds) so that machine load hits every arm alike
     stream = torch.as_tensor(test["images"][0])

@@ -49,7 +49,8 @@ def _tensors(data: dict):
 
 
 def train(model: WinT3R, data: dict, val: dict, cfg: TrainConfig | None = None, seed: int = 0, log=None) -> dict:
-    """Train in place with early stopping on the validation loss; returns {"steps", "best_val", "seconds"}."""
+    """Train in place with early stopping on the validation loss; returns {"steps", "best_step", "best_val",
+    "seconds"} (`best_step`: the step whose weights are kept)."""
     from tqdm import tqdm
 
     cfg = cfg or TrainConfig()
@@ -58,7 +59,7 @@ def train(model: WinT3R, data: dict, val: dict, cfg: TrainConfig | None = None, 
     gen = torch.Generator().manual_seed(seed)
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=0.01)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / 100))  # short warm-up
-    best, best_state, bad, step, t0 = float("inf"), None, 0, 0, time.time()
+    best, best_state, best_step, bad, step, t0 = float("inf"), None, 0, 0, 0, time.time()
     bar = tqdm(total=cfg.max_steps, disable=log is None, leave=False, desc="wint3r")
     while step < cfg.max_steps and time.time() - t0 < cfg.max_seconds:
         model.train()
@@ -73,7 +74,7 @@ def train(model: WinT3R, data: dict, val: dict, cfg: TrainConfig | None = None, 
         if step % cfg.eval_every == 0:
             v = validation_loss(model, vx, vp, vg)
             if v < best - 1e-4:
-                best, best_state, bad = v, copy.deepcopy(model.state_dict()), 0
+                best, best_state, best_step, bad = v, copy.deepcopy(model.state_dict()), step, 0
             else:
                 bad += 1
             bar.set_postfix(val=f"{v:.3f}", best=f"{best:.3f}")
@@ -82,7 +83,7 @@ def train(model: WinT3R, data: dict, val: dict, cfg: TrainConfig | None = None, 
     bar.close()
     if best_state is not None:
         model.load_state_dict(best_state)
-    return {"steps": step, "best_val": best, "seconds": time.time() - t0}
+    return {"steps": step, "best_step": best_step, "best_val": best, "seconds": time.time() - t0}
 
 
 @torch.no_grad()
