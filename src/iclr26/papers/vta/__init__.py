@@ -47,8 +47,14 @@ class Cfg:
         metadata={"help": "reasoner SFT lr grid, tuned once by val MSE (code 2e-4 for LoRA on 7B; ours: micro LM)"},
     )
     sft_max_epochs: int = field(default=2, metadata={"help": "max SFT epochs, best by val MSE (code: 2)"})
-    grpo_steps: int = field(default=60, metadata={"help": "max Time-GRPO steps, best checkpoint by val MSE (ours)"})
+    grpo_steps: int = field(
+        default=300,
+        metadata={"help": "Time-GRPO step cap, a safety net: early stopping on val MSE decides (ours; VERSION 2: the "
+                          "best of a fixed 60 steps)"},
+    )
     grpo_eval_every: int = field(default=15, metadata={"help": "validation interval in GRPO steps (ours)"})
+    grpo_patience: int = field(default=4, metadata={"help": "GRPO checks without val-MSE gain before stopping (ours)"})
+    grpo_min_steps: int = field(default=150, metadata={"help": "no Time-GRPO run stops before this step (ours; cap/2)"})
     grpo_batch: int = field(default=64, metadata={"help": "completions per GRPO step (code: 4 x 2 accum. x 4 GPUs)"})
     num_generations: int = field(default=8, metadata={"help": "G completions per prompt (code: 4; dossier: 8)"})
     grpo_lr_grid: tuple[float, ...] = field(
@@ -77,14 +83,16 @@ class Cfg:
 
 CONFIGS = {
     "smoke": Cfg(seeds=(0, 1), n_stocks=2, n_days=300, base_steps=20, base_stocks=1, sft_max_epochs=1, grpo_steps=2,
-                 grpo_eval_every=2, grpo_batch=16, max_epochs=3, patience=1, oracle_paths=16, lr_grid=(3e-3,),
-                 w_grid=(1.0,), sft_lr_grid=(1e-3,), grpo_lr_grid=(2e-4,)),
+                 grpo_eval_every=2, grpo_min_steps=0, grpo_batch=16, max_epochs=3, patience=1, oracle_paths=16,
+                 lr_grid=(3e-3,), w_grid=(1.0,), sft_lr_grid=(1e-3,), grpo_lr_grid=(2e-4,)),
     "quick": Cfg(),
-    "full": Cfg(seeds=tuple(range(10)), n_stocks=30, n_days=2500, grpo_steps=400, sft_max_epochs=10, max_epochs=100,
+    "full": Cfg(seeds=tuple(range(10)), n_stocks=30, n_days=2500, grpo_steps=800, grpo_min_steps=400,
+                sft_max_epochs=10, max_epochs=100,
                 patience=10),
 }  # fmt: skip
-VERSION = 2  # 2: reasoner SFT and Time-GRPO lrs tuned once by validation MSE (were fixed)
-EXPECTED_SECONDS = {"smoke": 30, "quick": 280, "full": 7200}  # quick cached; empty cache ≈ 620 s CPU (docs)
+VERSION = 3  # 3: Time-GRPO (and every tuning candidate) early-stopped by val MSE with patience; step 0 scored
+# 2: reasoner SFT and Time-GRPO lrs tuned once by validation MSE (were fixed)
+EXPECTED_SECONDS = {"smoke": 30, "quick": 680, "full": 7200}  # quick v3: 671 s wall, empty cache, 2 jobs
 ACCEPTS_MODEL = False
 MODEL_NOTE = "train your own reasoner with `iclr26.rlft.vta.time_grpo_trainer` (see docs/papers/vta.md)"
 
@@ -154,7 +162,8 @@ METRICS = {
     "reasoner_parse_rate": "share of test completions of the GRPO reasoner that parse into 10 bins",
     "grpo_reward_first": "mean total reward of the first 10 % of GRPO steps",
     "grpo_reward_last": "mean total reward of the last 10 % of GRPO steps",
-    "grpo_best_step": "GRPO step whose checkpoint had the lowest validation MSE",
+    "grpo_best_step": "GRPO step whose checkpoint had the lowest validation MSE (0: the SFT reasoner)",
+    "grpo_steps": "GRPO steps run until early stopping (or the cap)",
     "sft_epochs": "SFT epoch with the lowest validation MSE",
     "sft_lr": "reasoner SFT lr, tuned once on the tuning market by validation MSE (grid grown past an edge)",
     "grpo_lr": "reasoner Time-GRPO lr, tuned once on the tuning market by validation MSE (grid grown past an edge)",

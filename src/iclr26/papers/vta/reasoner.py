@@ -16,6 +16,7 @@ from transformers import PrinterCallback, TrainerCallback
 
 from iclr26.core.locks import cached_json
 from iclr26.core.paths import trained_cache_dir
+from iclr26.core.stopping import EarlyStopping
 from iclr26.probing.tuning import tune_on_grid
 from iclr26.rlft.abstention import generate
 from iclr26.rlft.vta import (
@@ -57,26 +58,35 @@ def err(pred, y) -> tuple[float, float]:
 
 
 class _ValKeeper(TrainerCallback):
-    """Early stopping of the reasoner: validation MSE of its greedy forecasts at each epoch end (SFT) or every
-    ``every`` steps (GRPO); the best weights are kept."""
+    """Early stopping of the reasoner on the validation MSE of its greedy forecasts, best weights kept. SFT
+    (``every=None``): checked at each epoch end, all epochs run. Time-GRPO (since VERSION 3): checked at step 0 (the
+    SFT reasoner) and every ``every`` steps, training stops after ``patience`` checks without gain, not before
+    ``min_steps`` (`core.stopping.EarlyStopping`); VERSION 2 kept the best of a fixed 60 steps."""
 
-    def __init__(self, model, tok, val, every: int | None = None):
+    def __init__(self, model, tok, val, every: int | None = None, patience: int = 10**9, min_steps: int = 0):
         self.model, self.tok, self.val, self.every = model, tok, val, every
-        self.best, self.at, self.state = float("inf"), 0, None
+        self.stop = EarlyStopping(patience, min_steps=min_steps, higher_is_better=False)
 
-    def _check(self, at):
+    best = property(lambda self: self.stop.best)
+    at = property(lambda self: self.stop.best_step)
+    state = property(lambda self: self.stop.state)
+
+    def _check(self, at) -> bool:
         _, path, _ = reason(self.model, self.tok, self.val)
         mse = err(path, self.val.y)[0]
-        if mse < self.best:
-            self.best, self.at, self.state = mse, at, copy.deepcopy(self.model.state_dict())
+        return self.stop.update(at, mse, lambda: copy.deepcopy(self.model.state_dict()))
+
+    def on_train_begin(self, args, state, control, **kw):
+        if self.every is not None:
+            self._check(0)
 
     def on_epoch_end(self, args, state, control, **kw):
         if self.every is None:
             self._check(round(state.epoch))
 
     def on_step_end(self, args, state, control, **kw):
-        if self.every is not None and state.global_step % self.every == 0:
-            self._check(state.global_step)
+        if self.every is not None and state.global_step % self.every == 0 and self._check(state.global_step):
+            control.should_training_stop = True
 
 
 def sft_stage(base, tok, data, cfg: Cfg, seed: int, lr: float):
@@ -96,13 +106,15 @@ def sft_stage(base, tok, data, cfg: Cfg, seed: int, lr: float):
 
 
 def grpo_stage(sft, tok, data, cfg: Cfg, seed: int, lr: float):
-    """Time-GRPO from a copy of the SFT reasoner; best checkpoint by validation MSE. -> (model, keeper, rewards)."""
+    """Time-GRPO from a copy of the SFT reasoner until its validation MSE stops improving (step 0 = the SFT reasoner
+    is a candidate); the best checkpoint is returned. -> (model, keeper, rewards)."""
     model = clone(sft, cfg, tok)
     rows = data["train"].rows()
     rng = np.random.default_rng(seed)
     n_prompts = cfg.grpo_steps * cfg.grpo_batch // cfg.num_generations
     items = [rows[i] for i in rng.choice(len(rows), n_prompts, replace=n_prompts > len(rows))]
-    keep = _ValKeeper(model, tok, data["val"], every=cfg.grpo_eval_every)
+    keep = _ValKeeper(model, tok, data["val"], every=cfg.grpo_eval_every, patience=cfg.grpo_patience,
+                      min_steps=cfg.grpo_min_steps)
     torch.manual_seed(seed)
     with tempfile.TemporaryDirectory() as tmp:
         args = grpo_config(tmp, learning_rate=lr, max_steps=cfg.grpo_steps, gradient_accumulation_steps=1,
@@ -123,7 +135,8 @@ def tuned_lrs(base, tok, cfg: Cfg, ctx) -> dict:
     """The one rule, once per config on the tuning market: the SFT lr by validation MSE (epochs early-stopped), then,
     from that SFT reasoner, the Time-GRPO lr by validation MSE (best checkpoint); grids grow past an edge pick."""
     keys = ("n_stocks", "n_days", "lookback", "horizon", "d_model", "n_layers", "base_steps", "base_stocks",
-            "sft_lr_grid", "sft_max_epochs", "grpo_steps", "grpo_eval_every", "grpo_batch", "num_generations",
+            "sft_lr_grid", "sft_max_epochs", "grpo_steps", "grpo_eval_every", "grpo_patience", "grpo_min_steps",
+            "grpo_batch", "num_generations",
             "grpo_lr_grid", "beta", "max_extensions")  # fmt: skip
     spec = json.dumps({k: getattr(cfg, k) for k in keys}, sort_keys=True)
     path = trained_cache_dir() / "zoo" / f"vta-lrs-{hashlib.sha1(spec.encode()).hexdigest()[:10]}.json"
@@ -170,7 +183,8 @@ def train_reasoners(cfg: Cfg, data, seed: int, ctx):
     model, keep, rewards = grpo_stage(sft, tok, data, cfg, seed, lrs["grpo_lr"])
     ctx.log(f"seed {seed}: Time-GRPO {time.time() - t0:.0f} s, val MSE {keep.best:.4f} at step {keep.at}")
     k = max(1, len(rewards) // 10)
-    info = {"sft_epochs": sft_epochs, "grpo_best_step": keep.at, "grpo_reward_first": float(np.mean(rewards[:k])),
+    info = {"sft_epochs": sft_epochs, "grpo_best_step": keep.at, "grpo_steps": keep.stop.steps[-1],
+            "grpo_reward_first": float(np.mean(rewards[:k])),
             "grpo_reward_last": float(np.mean(rewards[-k:])), "sft_lr": lrs["sft_lr"], "grpo_lr": lrs["grpo_lr"],
             "lrs_at_edge": float(lrs["sft_at_edge"] or lrs["grpo_at_edge"])}  # fmt: skip
     return tok, sft, model, info
