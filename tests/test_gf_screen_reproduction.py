@@ -97,6 +97,7 @@ def test_window_auroc_hand_values():
 
 def test_smoke_run_reports_every_metric_and_reuses_the_cached_focus(tmp_path, monkeypatch):
     from iclr26.core.runs import run_paper
+    from iclr26.core.threads import torch_threads
     from iclr26.papers import gf_screen as card
     from iclr26.papers.gf_screen import experiment as ex
 
@@ -112,7 +113,8 @@ def test_smoke_run_reports_every_metric_and_reuses_the_cached_focus(tmp_path, mo
     cfg = card.CONFIGS["smoke"]
     assert len(list((tmp_path / "cache").glob("threads-*/gf_screen/focus-*.pt"))) == 2  # the Focus and its control
     first = ex._SHARED[next(iter(ex._SHARED))]["focus"].state_dict()
-    again, _ = ex._trained_focus(cfg, "real", None, print)  # from the disk cache: no data needed, same weights
+    with torch_threads():  # the run's thread count (ICLR26_THREADS): the cache keeps a folder per count
+        again, _ = ex._trained_focus(cfg, "real", None, print)  # from the disk cache: no data needed, same weights
     assert all(torch.equal(v, first[k]) for k, v in again.state_dict().items())
 
 
