@@ -278,3 +278,16 @@ def test_reproduction_runs_at_a_tiny_scale_and_returns_every_claimed_metric(monk
                 if isinstance(name, str):
                     assert name in card.METRICS and np.isfinite(m[name]), name
     assert set(m) <= set(card.METRICS)
+
+
+def test_pretraining_schedule_spans_its_steps_then_holds():
+    """VERSION 3: the code's 10-'epoch' mask/augmentation schedules run over `schedule_steps` and then hold their last
+    value, so a long, early-stopped run sees them in full; without it they span the whole budget (VERSION 2)."""
+    from iclr26.science.braingfm.pretrain import PretrainConfig, schedule_epoch
+
+    held = PretrainConfig(max_steps=3000, schedule_steps=300)
+    assert [schedule_epoch(s, held) for s in (0, 29, 30, 299, 300, 2999)] == [0, 0, 1, 9, 9, 9]
+    budget = PretrainConfig(max_steps=3000)
+    assert [schedule_epoch(s, budget) for s in (0, 299, 300, 2999)] == [0, 0, 1, 9]
+    with pytest.raises(ValueError, match="schedule_steps"):
+        PretrainConfig(schedule_steps=0)

@@ -106,13 +106,20 @@ class PretrainConfig:
     tau: float = field(default=0.2, metadata={"help": "NT-Xent temperature (code: 0.2)"})
     w_adj: float = field(default=0.1, metadata={"help": "weight of L_adj (code: 0.1)"})
     w_cl: float = field(default=0.01, metadata={"help": "weight of L_NTXent (code: 0.01)"})
-    epochs_equiv: int = field(default=10, metadata={"help": "schedule 'epochs' over the budget (code: 10 epochs)"})
+    epochs_equiv: int = field(default=10, metadata={"help": "schedule 'epochs' (code: 10 epochs)"})
+    schedule_steps: int | None = field(
+        default=None,
+        metadata={"help": "steps over which the mask-ratio and augmentation schedules run their epochs_equiv "
+                          "'epochs', then hold their last values (None: max_steps, i.e. the budget; ours)"},
+    )
     eval_every: int = field(default=50, metadata={"help": "steps between validation losses (ours)"})
     patience: int = field(default=4, metadata={"help": "evaluations without improvement before stopping (ours)"})
 
     def __post_init__(self):
         if self.mode not in MODES:
             raise ValueError(f"PretrainConfig.mode must be one of {MODES}, got {self.mode!r}")
+        if self.schedule_steps is not None and self.schedule_steps < 1:
+            raise ValueError(f"PretrainConfig.schedule_steps must be >= 1 or None, got {self.schedule_steps!r}")
         if self.max_steps < 1 or self.batch < 2 or self.lr <= 0 or self.tau <= 0:
             raise ValueError("PretrainConfig: max_steps >= 1, batch >= 2, lr > 0 and tau > 0 are required")
 
@@ -139,6 +146,12 @@ def _losses(model, dec, gs: GraphSet, text, cfg: PretrainConfig, epoch: int, gen
     return total
 
 
+def schedule_epoch(step: int, cfg: PretrainConfig) -> int:
+    """The schedules' 'epoch' at a step: epochs_equiv of them spread over ``schedule_steps`` (or the budget), then the
+    last one held, so an early-stopped run with a large step cap sees the code's schedule in full."""
+    return min(cfg.epochs_equiv - 1, step * cfg.epochs_equiv // (cfg.schedule_steps or cfg.max_steps))
+
+
 def pretrain(model: BrainGFM, train: GraphSet, val: GraphSet, text: torch.Tensor, cfg: PretrainConfig, seed: int = 0,
              progress: bool = False) -> dict:  # fmt: skip
     """Pre-train ``model`` in place; keeps the state with the best validation loss (early stopping)."""
@@ -149,7 +162,7 @@ def pretrain(model: BrainGFM, train: GraphSet, val: GraphSet, text: torch.Tensor
     opt = torch.optim.Adam(params, lr=cfg.lr, weight_decay=cfg.weight_decay)
     best, best_state, bad, hist = math.inf, copy.deepcopy(model.state_dict()), 0, []
     for step in tqdm(range(cfg.max_steps), disable=not progress, desc=f"pretrain {cfg.mode}"):
-        epoch = step * cfg.epochs_equiv // cfg.max_steps
+        epoch = schedule_epoch(step, cfg)
         model.train(), dec.train()
         b = train[torch.randint(len(train), (cfg.batch,), generator=gen)]
         loss = _losses(model, dec, b, text, cfg, epoch, gen)
