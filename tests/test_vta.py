@@ -226,37 +226,36 @@ def test_smoke_run(tmp_path, monkeypatch):
 
 def test_grpo_keeper_scores_step_zero_stops_on_patience_and_keeps_the_best(monkeypatch):
     """Time-GRPO's early stopping (VERSION 3): the SFT reasoner (step 0) is a candidate, training stops at the first
-    check after `patience` checks without a lower validation MSE (not before `min_steps`), the best weights are kept."""
+    check after `patience` checks without a lower validation MSE (not before `min_steps`), the best weights return."""
     from types import SimpleNamespace
 
     from iclr26.papers.vta import reasoner as R
 
     model = torch.nn.Linear(2, 1)
-    val = SimpleNamespace(y=np.zeros(3))
 
     def keeper(mses, patience, min_steps):
         script = iter(mses)
-        monkeypatch.setattr(R, "reason", lambda m, t, v: (None, None, None))
-        monkeypatch.setattr(R, "err", lambda path, y: (next(script), 0.0))
-        k = R._ValKeeper(model, None, val, every=5, patience=patience, min_steps=min_steps)
-        control, weights = SimpleNamespace(should_training_stop=False), {}
+        monkeypatch.setattr(R, "val_mse", lambda m, t, v: next(script))
+        cfg = SimpleNamespace(grpo_eval_every=5, grpo_patience=patience, grpo_min_steps=min_steps)
+        k = R.grpo_keeper(model, None, None, cfg)
+        control = SimpleNamespace(should_training_stop=False)
         k.on_train_begin(None, None, control)
         step = 0
         while not control.should_training_stop and step < 100:
             step += 1
             with torch.no_grad():
                 model.weight.fill_(step)
-            weights[step] = model.weight.clone()
             k.on_step_end(None, SimpleNamespace(global_step=step), control)
         return k, step
 
     with torch.no_grad():
         model.weight.fill_(0.0)
     k, step = keeper([0.5, 0.4, 0.3, 0.35, 0.36, 0.37], patience=3, min_steps=0)
-    assert (step, k.at, k.best) == (25, 10, 0.3) and torch.equal(k.state["weight"], torch.full((1, 2), 10.0))
+    assert (step, k.restore(), k.stopper.best) == (25, 10, 0.3)
+    assert torch.equal(model.weight, torch.full((1, 2), 10.0))  # the weights of step 10 came back
     k, step = keeper([0.5, 0.4, 0.3, 0.35, 0.36, 0.37, 0.38, 0.39], patience=3, min_steps=35)
-    assert (step, k.at) == (35, 10)  # min_steps holds the stop back
+    assert (step, k.stopper.best_step) == (35, 10)  # min_steps holds the stop back
     with torch.no_grad():
         model.weight.fill_(-1.0)
     k, step = keeper([0.1, 0.4, 0.3], patience=2, min_steps=0)
-    assert (step, k.at) == (10, 0) and torch.equal(k.state["weight"], torch.full((1, 2), -1.0))  # SFT kept
+    assert (step, k.restore()) == (10, 0) and torch.equal(model.weight, torch.full((1, 2), -1.0))  # SFT kept

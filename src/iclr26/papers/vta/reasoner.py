@@ -16,9 +16,8 @@ from transformers import PrinterCallback, TrainerCallback
 
 from iclr26.core.locks import cached_json
 from iclr26.core.paths import trained_cache_dir
-from iclr26.core.stopping import EarlyStopping
 from iclr26.probing.tuning import tune_on_grid
-from iclr26.rlft.abstention import generate
+from iclr26.rlft.abstention import ScoreStopping, generate
 from iclr26.rlft.vta import (
     TimeGRPOReward,
     grpo_config,
@@ -57,36 +56,31 @@ def err(pred, y) -> tuple[float, float]:
     return float(np.mean((pred - y) ** 2)), float(np.mean(np.abs(pred - y)))
 
 
+def val_mse(model, tok, split) -> float:
+    """Validation MSE of the reasoner's greedy forecasts (its stopping and tuning score)."""
+    _, path, _ = reason(model, tok, split)
+    return err(path, split.y)[0]
+
+
 class _ValKeeper(TrainerCallback):
-    """Early stopping of the reasoner on the validation MSE of its greedy forecasts, best weights kept. SFT
-    (``every=None``): checked at each epoch end, all epochs run. Time-GRPO (since VERSION 3): checked at step 0 (the
-    SFT reasoner) and every ``every`` steps, training stops after ``patience`` checks without gain, not before
-    ``min_steps`` (`core.stopping.EarlyStopping`); VERSION 2 kept the best of a fixed 60 steps."""
+    """Early stopping of the reasoner's SFT: validation MSE at each epoch end, the best epoch's weights kept."""
 
-    def __init__(self, model, tok, val, every: int | None = None, patience: int = 10**9, min_steps: int = 0):
-        self.model, self.tok, self.val, self.every = model, tok, val, every
-        self.stop = EarlyStopping(patience, min_steps=min_steps, higher_is_better=False)
-
-    best = property(lambda self: self.stop.best)
-    at = property(lambda self: self.stop.best_step)
-    state = property(lambda self: self.stop.state)
-
-    def _check(self, at) -> bool:
-        _, path, _ = reason(self.model, self.tok, self.val)
-        mse = err(path, self.val.y)[0]
-        return self.stop.update(at, mse, lambda: copy.deepcopy(self.model.state_dict()))
-
-    def on_train_begin(self, args, state, control, **kw):
-        if self.every is not None:
-            self._check(0)
+    def __init__(self, model, tok, val):
+        self.model, self.tok, self.val = model, tok, val
+        self.best, self.at, self.state = float("inf"), 0, None
 
     def on_epoch_end(self, args, state, control, **kw):
-        if self.every is None:
-            self._check(round(state.epoch))
+        mse = val_mse(self.model, self.tok, self.val)
+        if mse < self.best:
+            self.best, self.at, self.state = mse, round(state.epoch), copy.deepcopy(self.model.state_dict())
 
-    def on_step_end(self, args, state, control, **kw):
-        if self.every is not None and state.global_step % self.every == 0 and self._check(state.global_step):
-            control.should_training_stop = True
+
+def grpo_keeper(model, tok, val, cfg: Cfg) -> ScoreStopping:
+    """Time-GRPO's stopping rule (since VERSION 3): validation MSE at step 0 (the SFT reasoner) and every
+    ``grpo_eval_every`` steps; stop after ``grpo_patience`` checks without gain, not before ``grpo_min_steps``; the
+    best weights are restored by the caller (VERSION 2 kept the best of a fixed 60 steps)."""
+    return ScoreStopping(model, lambda: val_mse(model, tok, val), eval_every=cfg.grpo_eval_every,
+                         patience=cfg.grpo_patience, min_steps=cfg.grpo_min_steps, higher_is_better=False)
 
 
 def sft_stage(base, tok, data, cfg: Cfg, seed: int, lr: float):
@@ -107,14 +101,13 @@ def sft_stage(base, tok, data, cfg: Cfg, seed: int, lr: float):
 
 def grpo_stage(sft, tok, data, cfg: Cfg, seed: int, lr: float):
     """Time-GRPO from a copy of the SFT reasoner until its validation MSE stops improving (step 0 = the SFT reasoner
-    is a candidate); the best checkpoint is returned. -> (model, keeper, rewards)."""
+    is a candidate); the best checkpoint is returned. -> (model, its `EarlyStopping` history, rewards)."""
     model = clone(sft, cfg, tok)
     rows = data["train"].rows()
     rng = np.random.default_rng(seed)
     n_prompts = cfg.grpo_steps * cfg.grpo_batch // cfg.num_generations
     items = [rows[i] for i in rng.choice(len(rows), n_prompts, replace=n_prompts > len(rows))]
-    keep = _ValKeeper(model, tok, data["val"], every=cfg.grpo_eval_every, patience=cfg.grpo_patience,
-                      min_steps=cfg.grpo_min_steps)
+    keep = grpo_keeper(model, tok, data["val"], cfg)
     torch.manual_seed(seed)
     with tempfile.TemporaryDirectory() as tmp:
         args = grpo_config(tmp, learning_rate=lr, max_steps=cfg.grpo_steps, gradient_accumulation_steps=1,
@@ -126,9 +119,8 @@ def grpo_stage(sft, tok, data, cfg: Cfg, seed: int, lr: float):
         tr.remove_callback(PrinterCallback)
         tr.train()
     rewards = [h["reward"] for h in tr.state.log_history if "reward" in h]
-    if keep.state is not None:
-        model.load_state_dict(keep.state)
-    return model.eval(), keep, rewards
+    keep.restore()
+    return model.eval(), keep.stopper, rewards
 
 
 def tuned_lrs(base, tok, cfg: Cfg, ctx) -> dict:
@@ -152,8 +144,8 @@ def tuned_lrs(base, tok, cfg: Cfg, ctx) -> dict:
         ctx.log(f"tuning: SFT lr {g_sft.best:g} (val MSE {_fmt(g_sft.scores)})")
 
         def grpo_score(lr):
-            _, keep, _ = grpo_stage(g_sft.payload, tok, data, cfg, TUNE_SEED, lr)
-            return -keep.best, None
+            _, hist, _ = grpo_stage(g_sft.payload, tok, data, cfg, TUNE_SEED, lr)
+            return -hist.best, None
 
         g_rl = tune_on_grid(grpo_score, cfg.grpo_lr_grid, max_extensions=cfg.max_extensions)
         ctx.log(f"tuning: Time-GRPO lr {g_rl.best:g} (val MSE {_fmt(g_rl.scores)})")
@@ -180,10 +172,10 @@ def train_reasoners(cfg: Cfg, data, seed: int, ctx):
     sft, keep = sft_stage(base, tok, data, cfg, seed, lrs["sft_lr"])
     ctx.log(f"seed {seed}: reasoner SFT {time.time() - t0:.0f} s, val MSE {keep.best:.4f} at epoch {keep.at}")
     sft_epochs, t0 = keep.at, time.time()
-    model, keep, rewards = grpo_stage(sft, tok, data, cfg, seed, lrs["grpo_lr"])
-    ctx.log(f"seed {seed}: Time-GRPO {time.time() - t0:.0f} s, val MSE {keep.best:.4f} at step {keep.at}")
+    model, hist, rewards = grpo_stage(sft, tok, data, cfg, seed, lrs["grpo_lr"])
+    ctx.log(f"seed {seed}: Time-GRPO {time.time() - t0:.0f} s, val MSE {hist.best:.4f} at step {hist.best_step}")
     k = max(1, len(rewards) // 10)
-    info = {"sft_epochs": sft_epochs, "grpo_best_step": keep.at, "grpo_steps": keep.stop.steps[-1],
+    info = {"sft_epochs": sft_epochs, "grpo_best_step": hist.best_step, "grpo_steps": hist.steps[-1],
             "grpo_reward_first": float(np.mean(rewards[:k])),
             "grpo_reward_last": float(np.mean(rewards[-k:])), "sft_lr": lrs["sft_lr"], "grpo_lr": lrs["grpo_lr"],
             "lrs_at_edge": float(lrs["sft_at_edge"] or lrs["grpo_at_edge"])}  # fmt: skip

@@ -9,7 +9,7 @@ greedy reward stops improving.
 
 from .metrics import abstention_metrics
 from .reward import FORMAT_RE, NO_ANSWER, AbstentionReward, em_only_reward, extract_answer, rouge_l
-from .stopping import HeldOutRewardStopping
+from .stopping import HeldOutRewardStopping, ScoreStopping
 from .tokenizer import exact_word_tokenizer
 from .trainers import (
     SYSTEM,
@@ -28,6 +28,7 @@ __all__ = [
     "SYSTEM",
     "AbstentionReward",
     "HeldOutRewardStopping",
+    "ScoreStopping",
     "abstention_grpo_trainer",
     "abstention_metrics",
     "cot_sft_trainer",
