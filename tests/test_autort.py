@@ -259,3 +259,84 @@ def test_smoke_run():
                     assert name in m and name in METRICS and math.isfinite(m[name])
     assert m["oracle_asr"] > m["fs_asr"]
     assert m["fir_pick"] == 4
+
+
+# ---------------------------------------------------------------- the generator on an HF causal LM
+
+
+@pytest.fixture(params=["gpt2", "llama", "qwen2"])
+def lm_policy(request):
+    from iclr26.lm.tiny import tiny_model
+    from iclr26.rlft.autort import LMStrategyPolicy
+
+    model = tiny_model(request.param, vocab_size=64, seed=1)
+    return LMStrategyPolicy(model, n_prims=3, max_len=2, token_ids=[10, 11, 12, 13])
+
+
+def every_strategy(n, max_len):
+    out = [(a,) for a in range(n)]
+    if max_len >= 2:
+        out += [(a, b) for a in range(n) for b in range(n)]
+    return out
+
+
+def test_lm_policy_is_a_distribution_over_strategies(lm_policy):
+    """exp(log_prob) sums to 1 over every valid strategy, and sampling draws them at those probabilities."""
+    toks = to_tokens(every_strategy(3, 2), 2, 3)
+    p = torch.exp(lm_policy.log_prob(toks))
+    assert p.sum().item() == pytest.approx(1.0, abs=1e-5)
+    s = lm_policy.sample(4000, generator=torch.Generator().manual_seed(0))
+    assert ((s[:, 0] != 3) & (s[:, -1] == 3)).all()
+    rows = [tuple(r) for r in toks.tolist()]
+    freq = torch.tensor([sum(tuple(r) == row for r in s.tolist()) for row in rows], dtype=torch.float32) / 4000
+    assert 0.5 * (freq - p.detach()).abs().sum() < 0.05  # total variation: sample() and log_prob() agree
+    # the LM's own logits decide it: a different model gives other probabilities
+    from iclr26.lm.tiny import tiny_model
+    from iclr26.rlft.autort import LMStrategyPolicy
+
+    other = LMStrategyPolicy(tiny_model("llama", vocab_size=64, seed=7), 3, 2, token_ids=[10, 11, 12, 13])
+    assert not torch.allclose(torch.exp(other.log_prob(toks)), p, atol=1e-3)
+
+
+def test_ppo_step_on_an_lm_generator_raises_the_rewarded_strategy(lm_policy):
+    tr = AutoRT(lm_policy, RedTeamEnv(W), AutoRTConfig(use_dsp=False, use_prt=False, kl_coef=0.0, lr=3e-3))
+    toks = to_tokens([(0, 1), (2,), (1,), (2, 2)], 2, 3)
+    before = lm_policy.log_prob(toks).detach()
+    tr._update(toks, torch.tensor([1.0, 0.0, 0.0, 0.0]))
+    after = lm_policy.log_prob(toks).detach()
+    assert after[0] > before[0] and (after[1:] - before[1:]).mean() < after[0] - before[0]
+
+
+def test_autort_trains_an_lm_generator_on_the_world():
+    from iclr26.lm.tiny import tiny_model
+    from iclr26.rlft.autort import LMStrategyPolicy
+
+    model = tiny_model("llama", vocab_size=64, seed=0)
+    pol = LMStrategyPolicy(model, N, W.cfg.max_len)
+    w0 = [p.detach().clone() for p in model.parameters()]
+    env = RedTeamEnv(W, "train", downgrade=4)
+    hist = AutoRT(pol, env, AutoRTConfig(target_budget=40, batch_size=16, seed=0)).train()
+    assert hist and env.target_queries <= 40
+    assert any(not torch.equal(a, b) for a, b in zip(w0, model.parameters()))
+
+
+def test_lm_policy_from_words_and_errors():
+    from iclr26.rlft.autort import LMStrategyPolicy
+
+    class Tok:  # one token per known word, two for anything else
+        vocab = {" a": 5, " b": 6, " end": 7, "Go:": 9}
+
+        def __call__(self, text, add_special_tokens=True):
+            return {"input_ids": [self.vocab[text]] if text in self.vocab else [1, 2]}
+
+    from iclr26.lm.tiny import tiny_model
+
+    model = tiny_model("gpt2", vocab_size=16)
+    pol = LMStrategyPolicy.from_words(model, Tok(), [" a", " b"], " end", "Go:", max_len=2)
+    assert pol.ids.tolist() == [5, 6, 7] and pol.prompt.tolist() == [9] and pol.end == 2
+    with pytest.raises(ValueError, match="exactly one token"):
+        LMStrategyPolicy.from_words(model, Tok(), [" a", " zebra"], " end", "Go:", max_len=2)
+    with pytest.raises(ValueError, match="distinct"):
+        LMStrategyPolicy(model, 2, 2, token_ids=[1, 1, 2])
+    with pytest.raises(ValueError, match="vocabulary"):
+        LMStrategyPolicy(model, 2, 2, token_ids=[1, 2, 99])

@@ -36,6 +36,11 @@ class Cfg:
     n_probes: int = field(default=1000, metadata={"help": "probes for FIR (ours)"})
     fir_sweep: bool = field(default=True, metadata={"help": "run RL+PRT with every M_k (checks the FIR rule)"})
     max_extensions: int = field(default=2, metadata={"help": "grid extensions past an edge pick"})
+    lm_generator: bool = field(
+        default=True,
+        metadata={"help": "also run AUTO-RT with a tiny llama generator (LMStrategyPolicy; reported, in no claim)"},
+    )
+    lm_width: int = field(default=64, metadata={"help": "d_model of the tiny llama generator (2 layers; ours)"})
 
     def __post_init__(self):
         if self.budget < 64:
@@ -58,7 +63,7 @@ CONFIGS = {
     "quick": Cfg(),
     "full": Cfg(seeds=tuple(range(10)), budget=5000),
 }
-VERSION = 1
+VERSION = 2  # 2: adds the reported AUTO-RT arm with an HF causal-LM generator (other arms unchanged)
 EXPECTED_SECONDS = {"smoke": 11, "quick": 190, "full": 1500}  # measured (busy 2-core CPU, one thread); full: estimate
 ACCEPTS_MODEL = False
 MODEL_NOTE = "the generator is a toy token policy; the world has no language model to replace"
@@ -132,6 +137,7 @@ _ARM_NAMES = {
     "rl_dsp": "RL+DSP",
     "rl_prt": "RL+PRT (FIR pick)",
     "autort": "AUTO-RT",
+    "autort_lm": "AUTO-RT, generator a tiny HF llama (reported)",
 }
 METRICS = {"oracle_asr": "oracle: ASR_tst of the top-k of all keys and key pairs that fit (knows the keys)"}
 for _a, _n in _ARM_NAMES.items():

@@ -8,10 +8,12 @@ import numpy as np
 import torch
 
 from iclr26.core.threads import run_threads
+from iclr26.lm.tiny import tiny_model
 from iclr26.probing.tuning import tune_on_grid
 from iclr26.rlft.autort import (
     AutoRT,
     AutoRTConfig,
+    LMStrategyPolicy,
     StrategyPolicy,
     asr_top_k,
     first_inverse_rate,
@@ -51,6 +53,14 @@ def _policy(world: RedTeamWorld, seed: int) -> StrategyPolicy:
     return StrategyPolicy(world.cfg.n_prims, world.cfg.max_len)
 
 
+def _lm_policy(world: RedTeamWorld, cfg: Cfg, seed: int) -> LMStrategyPolicy:
+    """AUTO-RT's generator as an HF causal LM: a randomly initialised 2-layer llama whose vocabulary is the
+    primitives, the end token and a BOS prompt (the same untrained generator for every lr of a seed)."""
+    n = world.cfg.n_prims
+    model = tiny_model("llama", seed=2000 + seed, vocab_size=n + 2, d_model=cfg.lm_width, n_layers=2, max_len=16)
+    return LMStrategyPolicy(model, n, world.cfg.max_len, prompt_ids=[n + 1])
+
+
 def _sample(policy, n: int, gen, temperature: float = 1.0) -> list[tuple[int, ...]]:
     return to_strategies(policy.sample(n, generator=gen, temperature=temperature), policy.end) if n else []
 
@@ -81,7 +91,7 @@ def _seed_strategies(world: RedTeamWorld, cfg: Cfg, seed: int) -> list[tuple[int
     return out
 
 
-def _rl_arm(world, cfg: Cfg, seed: int, lr: float, dsp: bool, prt) -> dict:
+def _rl_arm(world, cfg: Cfg, seed: int, lr: float, dsp: bool, prt, lm: bool = False) -> dict:
     env = RedTeamEnv(world, "train", downgrade=prt)
     acfg = AutoRTConfig(
         use_dsp=dsp,
@@ -91,7 +101,7 @@ def _rl_arm(world, cfg: Cfg, seed: int, lr: float, dsp: bool, prt) -> dict:
         seed=seed,
         max_samples_factor=cfg.max_samples_factor,
     )
-    trainer = AutoRT(_policy(world, seed), env, acfg)
+    trainer = AutoRT(_lm_policy(world, cfg, seed) if lm else _policy(world, seed), env, acfg)
     trainer.train()
     gen = torch.Generator().manual_seed(seed + 77)
     res = _evaluate(world, cfg, trainer.pool, _sample(trainer.policy, cfg.final_samples, gen))
@@ -164,6 +174,10 @@ def _run(cfg: Cfg, seed: int, ctx) -> dict[str, float]:
     for arm, (dsp, prt) in arms.items():
         hps[arm], results[arm] = _tuned(
             f"{arm} lr", lambda lr, d=dsp, p=prt: _rl_arm(world, cfg, seed, lr, d, p), cfg.lr_grid, cfg, ctx
+        )
+    if cfg.lm_generator:  # the same AUTO-RT, its generator an HF causal LM; tuned by the same rule
+        hps["autort_lm"], results["autort_lm"] = _tuned(
+            "autort_lm lr", lambda lr: _rl_arm(world, cfg, seed, lr, True, k_fir, lm=True), cfg.lr_grid, cfg, ctx
         )
     for arm, r in results.items():
         for key, v in r.items():

@@ -2,13 +2,15 @@
 with dynamic strategy pruning (early-terminated exploration, Eq. 3) and progressive reward tracking through a
 downgraded target chosen by the First Inverse Rate (Eq. 4, FIR).
 
-The generator here is a compact torch policy over abstract strategy tokens (`StrategyPolicy`), trained by PPO with a
-KL penalty to its initial state; it runs against any environment with the staged interface of
-`iclr26.worlds.redteam.RedTeamEnv` (`reset`, `consistent`, `query_downgrade`, `query_target`). No language model and
-no harmful text are involved.
+The generator is a compact torch policy over abstract strategy tokens (`StrategyPolicy`, the reproduction's) or any
+Hugging Face causal LM decoding under the same constraints (`LMStrategyPolicy`), trained by PPO with a KL penalty to
+its initial state; it runs against any environment with the staged interface of
+`iclr26.worlds.redteam.RedTeamEnv` (`reset`, `consistent`, `query_downgrade`, `query_target`). The world is abstract:
+no harmful text is involved.
 """
 
 from .config import AutoRTConfig
+from .lm_policy import LMStrategyPolicy
 from .metrics import asr_top_k, semantic_diversity
 from .policy import StrategyPolicy, fit_supervised, to_strategies, to_tokens
 from .prt import ProgressiveRewardTracker, first_inverse_rate, select_downgrade, shaped_reward
@@ -19,6 +21,7 @@ __all__ = [
     "AutoRT",
     "AutoRTConfig",
     "DynamicStrategyPruner",
+    "LMStrategyPolicy",
     "ProgressiveRewardTracker",
     "StrategyPolicy",
     "asr_top_k",

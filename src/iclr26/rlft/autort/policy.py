@@ -11,6 +11,16 @@ import torch
 from torch import nn
 
 
+def constrain(z: torch.Tensor, t: int, end: int, max_len: int) -> torch.Tensor:
+    """Logits (n, n_prims + 1) at position t of a strategy: at least one primitive (no end at t = 0) and at most
+    ``max_len`` (only end at t = max_len)."""
+    if t == 0:
+        z = z.index_fill(1, torch.tensor([end], device=z.device), float("-inf"))
+    if t == max_len:
+        z = torch.full_like(z, float("-inf")).index_fill(1, torch.tensor([end], device=z.device), 0.0)
+    return z
+
+
 class StrategyPolicy(nn.Module):
     def __init__(self, n_prims: int, max_len: int, hidden: int = 64):
         super().__init__()
@@ -24,12 +34,7 @@ class StrategyPolicy(nn.Module):
         return self.n_prims
 
     def _logits(self, h: torch.Tensor, t: int) -> torch.Tensor:
-        z = self.out(h)
-        if t == 0:  # a strategy holds at least one primitive
-            z = z.index_fill(1, torch.tensor([self.end]), float("-inf"))
-        if t == self.max_len:  # and at most max_len: then it must end
-            z = torch.full_like(z, float("-inf")).index_fill(1, torch.tensor([self.end]), 0.0)
-        return z
+        return constrain(self.out(h), t, self.end, self.max_len)
 
     @torch.no_grad()
     def sample(self, n: int, generator: torch.Generator | None = None, temperature: float = 1.0) -> torch.Tensor:
