@@ -259,3 +259,27 @@ def test_grpo_keeper_scores_step_zero_stops_on_patience_and_keeps_the_best(monke
         model.weight.fill_(-1.0)
     k, step = keeper([0.1, 0.4, 0.3], patience=2, min_steps=0)
     assert (step, k.restore()) == (10, 0) and torch.equal(model.weight, torch.full((1, 2), -1.0))  # SFT kept
+
+
+def test_report_figure_shows_the_generated_rationales(tmp_path):
+    import json
+
+    from iclr26.papers.vta import CONFIGS
+    from iclr26.papers.vta.experiment import _parts, plots
+
+    assert _parts("<think>\nTREND_UP CALM\n</think>\n<answer>\nr+1 r0\n</answer>") == ("TREND_UP CALM", "r+1 r0")
+    assert _parts("no tags") == ("?", "?")
+    item = {
+        "prompt": "ANALYSE",
+        "sft": "<think>A</think><answer>r0</answer>",
+        "grpo": "<think>B</think><answer>r+1</answer>",
+        "truth": "<think>A</think><answer>r+2</answer>",
+    }
+    (tmp_path / "artifacts").mkdir()
+    (tmp_path / "artifacts" / "rationales-seed0.json").write_text(json.dumps({"up": [item]}))
+    from iclr26.papers.vta.data import REGIMES
+
+    per_seed = {"0": {f"{a}_mse_{r}": 0.1 for a in ("backbone", "vta") for r in REGIMES}}
+    figs = dict(plots(tmp_path, per_seed, CONFIGS["smoke"]))
+    text = figs["rationales"].texts[0].get_text()
+    assert "regime up" in text and "grpo: B" in text and "| r+2" in text

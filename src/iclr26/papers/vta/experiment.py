@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
+import re
 import time
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -147,4 +150,42 @@ def plots(run_dir, per_seed, cfg: Cfg):
     axes[1].legend()
     axes[1].set_title("test MSE by hidden regime")
     fig.tight_layout()
-    return [("forecasters", fig)]
+    figs = [("forecasters", fig)]
+    seed = min(per_seed, key=int) if per_seed else None
+    path = Path(run_dir) / "artifacts" / f"rationales-seed{seed}.json"
+    if path.exists():
+        figs.append(("rationales", _rationale_figure(json.loads(path.read_text()), seed)))
+    return figs
+
+
+def _parts(completion: str) -> tuple[str, str]:
+    """A completion -> (rationale words, forecast bins); '?' where a tag is missing."""
+    think = re.search(r"<think>(.*?)</think>", completion, re.S)
+    ans = re.search(r"<answer>(.*?)(</answer>|$)", completion, re.S)
+    return (think.group(1).strip() if think else "?", ans.group(1).strip() if ans else "?")
+
+
+def _rationale_figure(ex: dict, seed):
+    """The generated rationales of one seed's test windows as a text figure: per hidden regime, the SFT-only and the
+    Time-GRPO reasoner's rationale and forecast bins beside the teacher's rationale and the true bins."""
+    import matplotlib.pyplot as plt
+
+    lines = []
+    for reg, items in ex.items():
+        lines.append(f"regime {reg}")
+        for it in items[:2]:
+            for who in ("sft", "grpo", "truth"):
+                words, bins = _parts(it[who])
+                lines.append(f"  {who:>5}: {words:<56.56} | {bins}")
+            lines.append("")
+    height = 0.19 * len(lines) + 0.6
+    fig = plt.figure(figsize=(13, height))
+    fig.text(0.01, 1 - 0.35 / height, "\n".join(lines), family="monospace", fontsize=8, va="top")
+    fig.suptitle(
+        f"generated rationales and forecast bins, test windows of seed {seed} (truth: teacher rule + true future)",
+        fontsize=9,
+        x=0.01,
+        ha="left",
+        y=1.0,
+    )
+    return fig
