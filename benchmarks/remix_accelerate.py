@@ -1,6 +1,7 @@
 """ReMix's scale-out route: the same `ReMixTrainer` code under `accelerate launch` with two CPU processes.
 
-    accelerate launch --cpu --num_processes 2 --num_machines 1 --mixed_precision no benchmarks/remix_accelerate.py
+    accelerate launch --multi_gpu --num_processes 2 --num_machines 1 --mixed_precision no benchmarks/remix_accelerate.py
+    (on a CPU-only machine `--multi_gpu` starts two gloo processes; `--cpu` would start one)
     python benchmarks/remix_accelerate.py          # one process, for comparison
 
 Each process builds the same random micro policy (seeded) and trains it with ReMix (p = 0.4, N = 2, m = 2, KL-Convex,
