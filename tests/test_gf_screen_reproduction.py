@@ -34,8 +34,10 @@ def test_train_glance_stops_each_model_on_its_own_and_restores_its_best_weights(
     torch.manual_seed(0)
     focus = make_focus("fcn", channels=(2,))
     specs = {"gf": GlanceSpec(make_glance((4, 4, 4, 4)), GRLConfig()), "sup": GlanceSpec(make_glance((4, 4, 4, 4)))}
-    scripted = {id(specs["gf"].model): iter([0.5, 0.6, 0.9, 0.7, 0.8, 0.85]),  # best at step 4, then 3 worse
-                id(specs["sup"].model): iter([0.5, 0.4, 0.3, 0.2])}  # never better than the start: stop at step 6
+    scripted = {
+        id(specs["gf"].model): iter([0.5, 0.6, 0.9, 0.7, 0.8, 0.85]),  # best at step 4, then 3 worse
+        id(specs["sup"].model): iter([0.5, 0.4, 0.3, 0.2]),
+    }  # never better than the start: stop at step 6
     snaps = {id(s.model): [] for s in specs.values()}
 
     def score(model):

@@ -449,8 +449,10 @@ def test_held_out_reward_stopping_stops_restores_and_scores(tmp_path):
     )
 
     tok = exact_word_tokenizer(vocabulary())
-    prompts, golds = ["Question: Where did Alice work in 1990 ?\n", "Question: Where did Alice work in 1999 ?\n"], [
-        "Acme", NO_ANSWER]
+    prompts, golds = (
+        ["Question: Where did Alice work in 1990 ?\n", "Question: Where did Alice work in 1999 ?\n"],
+        ["Acme", NO_ANSWER],
+    )
 
     def trained(scores, patience, min_steps):
         torch.manual_seed(0)

@@ -39,8 +39,10 @@ class Cfg:
     pretrain_steps: int = field(default=600, metadata={"help": "tiny LM pretraining steps (ours)"})
     ft_steps: int = field(
         default=600,
-        metadata={"help": "finetuning step cap per variant; early stopping on validation perplexity decides (paper: "
-                          "not stated; ours; VERSION 1: a fixed 80 steps for every variant)"},
+        metadata={
+            "help": "finetuning step cap per variant; early stopping on validation perplexity decides (paper: "
+            "not stated; ours; VERSION 1: a fixed 80 steps for every variant)"
+        },
     )
     eval_every: int = field(default=20, metadata={"help": "steps between validation scores of a finetuning (ours)"})
     patience: int = field(default=5, metadata={"help": "scores without improvement before a finetuning stops (ours)"})
@@ -60,8 +62,10 @@ class Cfg:
     calib_blocks: int = field(default=128, metadata={"help": "GPTQ calibration blocks (dossier: 128 sequences)"})
     max_grid_extensions: int = field(
         default=3,
-        metadata={"help": "times a grid may grow past an edge winner, at its own ratio (probing.tuning.tune_on_grid; "
-                          "VERSION 1: 1, and K = 2 all-kernels then picked an edge; VERSION 2: ×3 steps)"},
+        metadata={
+            "help": "times a grid may grow past an edge winner, at its own ratio (probing.tuning.tune_on_grid; "
+            "VERSION 1: 1, and K = 2 all-kernels then picked an edge; VERSION 2: ×3 steps)"
+        },
     )
     # the real model
     real: bool = field(default=True, metadata={"help": "run the SmolLM2 part"})

@@ -37,8 +37,10 @@ class Cfg:
     n_pretrain_val: int = field(default=80, metadata={"help": "subjects for the pre-training validation loss"})
     pretrain_steps: int = field(
         default=3000,
-        metadata={"help": "pre-training step cap, a safety net: early stopping on the validation loss decides (ours; "
-                          "VERSION 2: a 300-step budget that every variant used up)"},
+        metadata={
+            "help": "pre-training step cap, a safety net: early stopping on the validation loss decides (ours; "
+            "VERSION 2: a 300-step budget that every variant used up)"
+        },
     )
     pretrain_schedule_steps: int = field(
         default=300, metadata={"help": "steps of the code's 10-'epoch' mask/augmentation schedules, then held (ours)"}

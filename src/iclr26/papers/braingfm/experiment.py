@@ -131,8 +131,12 @@ def _run(cfg: Cfg, seed: int, ctx) -> dict[str, float]:
     for name, mode in variants.items():
         corpus = "single" if name == "single" else "multi"
         bb = copy.deepcopy(init)
-        pcfg = PretrainConfig(mode=mode, max_steps=cfg.pretrain_steps, batch=cfg.pretrain_batch,
-                              schedule_steps=min(cfg.pretrain_schedule_steps, cfg.pretrain_steps))
+        pcfg = PretrainConfig(
+            mode=mode,
+            max_steps=cfg.pretrain_steps,
+            batch=cfg.pretrain_batch,
+            schedule_steps=min(cfg.pretrain_schedule_steps, cfg.pretrain_steps),
+        )
         info = pretrain(bb, corpora[corpus], vals[corpus], pre_text, pcfg, seed=seed)
         backbones[name] = bb
         m[f"pt_steps_{name}"] = float(info["steps"])

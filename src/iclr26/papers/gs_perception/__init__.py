@@ -33,9 +33,14 @@ from iclr26.core.claims import Check, Claim
 @dataclass(frozen=True)
 class Cfg:
     seeds: tuple[int, ...] = (0, 1, 2, 3, 4)
-    world: str = field(default="2d", metadata={"help": "'2d': street frames and the 2D splatting fitter (quick); "
-                                                      "'3d': ray-cast 3D street clips with camera poses and LiDAR-like "
-                                                      "points, 3D Gaussians with the EWA projection (full; ours)"})
+    world: str = field(
+        default="2d",
+        metadata={
+            "help": "'2d': street frames and the 2D splatting fitter (quick); "
+            "'3d': ray-cast 3D street clips with camera poses and LiDAR-like "
+            "points, 3D Gaussians with the EWA projection (full; ours)"
+        },
+    )
     height: int = field(default=64, metadata={"help": "frame height (dossier: 96; Waymo 1920 × 1280)"})
     width: int = field(default=96, metadata={"help": "frame width"})
     n_frames: int = field(default=3, metadata={"help": "frames per clip (dossier: 8; time budget)"})

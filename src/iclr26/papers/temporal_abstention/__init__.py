@@ -55,8 +55,10 @@ class Cfg:
     collapse_unanswerable: float = field(default=0.8, metadata={"help": "share in the collapse ablation (dossier)"})
     grpo_steps: int = field(
         default=400,
-        metadata={"help": "GRPO step cap per arm, a safety net: the held-out reward's early stopping decides (ours; "
-                          "VERSION 4 and before: a fixed 40 steps for every arm)"},
+        metadata={
+            "help": "GRPO step cap per arm, a safety net: the held-out reward's early stopping decides (ours; "
+            "VERSION 4 and before: a fixed 40 steps for every arm)"
+        },
     )
     grpo_eval_every: int = field(default=20, metadata={"help": "GRPO steps between held-out greedy rewards (ours)"})
     grpo_patience: int = field(default=3, metadata={"help": "held-out scores without gain before stopping (ours)"})
@@ -76,8 +78,10 @@ class Cfg:
     # evaluation
     n_val: int = field(
         default=100,
-        metadata={"help": "validation questions for SFT stopping (25 % unanswerable) and per GRPO arm for its "
-                          "stopping (drawn like the arm's RL prompts)"},
+        metadata={
+            "help": "validation questions for SFT stopping (25 % unanswerable) and per GRPO arm for its "
+            "stopping (drawn like the arm's RL prompts)"
+        },
     )
     n_test: int = field(default=240, metadata={"help": "test questions (25 % unanswerable)"})
     micro: bool = field(
@@ -96,8 +100,17 @@ class Cfg:
         for name in ("sft_unanswerable", "rl_unanswerable", "collapse_unanswerable"):
             if not 0.0 <= getattr(self, name) <= 1.0:
                 raise ValueError(f"Cfg.{name} must be in [0, 1], got {getattr(self, name)!r}")
-        for name in ("n_sft", "n_rl", "grpo_steps", "grpo_eval_every", "grpo_patience", "n_val", "n_test",
-                     "base_steps", "sft_max_epochs"):
+        for name in (
+            "n_sft",
+            "n_rl",
+            "grpo_steps",
+            "grpo_eval_every",
+            "grpo_patience",
+            "n_val",
+            "n_test",
+            "base_steps",
+            "sft_max_epochs",
+        ):
             if getattr(self, name) < 1:
                 raise ValueError(f"Cfg.{name} must be >= 1, got {getattr(self, name)!r}")
         if self.grpo_min_steps < 0:

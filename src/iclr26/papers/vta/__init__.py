@@ -49,8 +49,10 @@ class Cfg:
     sft_max_epochs: int = field(default=2, metadata={"help": "max SFT epochs, best by val MSE (code: 2)"})
     grpo_steps: int = field(
         default=300,
-        metadata={"help": "Time-GRPO step cap, a safety net: early stopping on val MSE decides (ours; VERSION 2: the "
-                          "best of a fixed 60 steps)"},
+        metadata={
+            "help": "Time-GRPO step cap, a safety net: early stopping on val MSE decides (ours; VERSION 2: the "
+            "best of a fixed 60 steps)"
+        },
     )
     grpo_eval_every: int = field(default=15, metadata={"help": "validation interval in GRPO steps (ours)"})
     grpo_patience: int = field(default=4, metadata={"help": "GRPO checks without val-MSE gain before stopping (ours)"})

@@ -79,8 +79,14 @@ def grpo_keeper(model, tok, val, cfg: Cfg) -> ScoreStopping:
     """Time-GRPO's stopping rule (since VERSION 3): validation MSE at step 0 (the SFT reasoner) and every
     ``grpo_eval_every`` steps; stop after ``grpo_patience`` checks without gain, not before ``grpo_min_steps``; the
     best weights are restored by the caller (VERSION 2 kept the best of a fixed 60 steps)."""
-    return ScoreStopping(model, lambda: val_mse(model, tok, val), eval_every=cfg.grpo_eval_every,
-                         patience=cfg.grpo_patience, min_steps=cfg.grpo_min_steps, higher_is_better=False)
+    return ScoreStopping(
+        model,
+        lambda: val_mse(model, tok, val),
+        eval_every=cfg.grpo_eval_every,
+        patience=cfg.grpo_patience,
+        min_steps=cfg.grpo_min_steps,
+        higher_is_better=False,
+    )
 
 
 def sft_stage(base, tok, data, cfg: Cfg, seed: int, lr: float):

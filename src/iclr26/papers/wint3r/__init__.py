@@ -43,14 +43,18 @@ class Cfg:
     )
     max_steps: int = field(
         default=8000,
-        metadata={"help": "safety net only; early stopping decides (ours; VERSION 3 had 1,500, before the rotation "
-                          "plateau ends at ~3,200 steps)"},
+        metadata={
+            "help": "safety net only; early stopping decides (ours; VERSION 3 had 1,500, before the rotation "
+            "plateau ends at ~3,200 steps)"
+        },
     )
     eval_every: int = field(default=50, metadata={"help": "steps between validation evaluations (ours)"})
     patience: int = field(
         default=20,
-        metadata={"help": "evaluations without improvement before stopping (ours; 20 x 50 = 1,000 steps, longer "
-                          "than the validation loss's flat stretches on the plateau; VERSION 3 had 4)"},
+        metadata={
+            "help": "evaluations without improvement before stopping (ours; 20 x 50 = 1,000 steps, longer "
+            "than the validation loss's flat stretches on the plateau; VERSION 3 had 4)"
+        },
     )
 
     def __post_init__(self):

@@ -109,8 +109,10 @@ class PretrainConfig:
     epochs_equiv: int = field(default=10, metadata={"help": "schedule 'epochs' (code: 10 epochs)"})
     schedule_steps: int | None = field(
         default=None,
-        metadata={"help": "steps over which the mask-ratio and augmentation schedules run their epochs_equiv "
-                          "'epochs', then hold their last values (None: max_steps, i.e. the budget; ours)"},
+        metadata={
+            "help": "steps over which the mask-ratio and augmentation schedules run their epochs_equiv "
+            "'epochs', then hold their last values (None: max_steps, i.e. the budget; ours)"
+        },
     )
     eval_every: int = field(default=50, metadata={"help": "steps between validation losses (ours)"})
     patience: int = field(default=4, metadata={"help": "evaluations without improvement before stopping (ours)"})

@@ -32,8 +32,10 @@ class WinT3RConfig:
     patch: int = field(default=8, metadata={"help": "patch size (paper 16; ours 8 -> 3x4 tokens per frame)"})
     pos_embed: str = field(
         default="rope",
-        metadata={"help": "'rope': 2-D RoPE (base 100) in every encoder/decoder attention, camera token at (0, 0) "
-                          "and patches at +1 (official CroCo/CUT3R); 'learned': learned absolute patch positions"},
+        metadata={
+            "help": "'rope': 2-D RoPE (base 100) in every encoder/decoder attention, camera token at (0, 0) "
+            "and patches at +1 (official CroCo/CUT3R); 'learned': learned absolute patch positions"
+        },
     )
     dim: int = field(default=48, metadata={"help": "token width (paper enc 1024 / dec 768; ours)"})
     heads: int = field(default=4, metadata={"help": "attention heads (paper 16 / 12; ours)"})
