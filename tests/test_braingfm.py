@@ -256,12 +256,16 @@ def test_disorder_edit_acts_on_the_named_network(world):
 # ---------------------------------------------------------------- the reproduction, end to end (tiny)
 
 
-def test_reproduction_runs_at_a_tiny_scale_and_returns_every_claimed_metric(monkeypatch):
+def test_reproduction_runs_at_a_tiny_scale_and_returns_every_claimed_metric(monkeypatch, tmp_path):
+    """...and a rerun that loads the cached pre-trained backbones returns the same metrics (the units are
+    self-contained: nothing after pre-training depends on the random state it leaves)."""
     from iclr26.papers import braingfm as card
-    from iclr26.papers.braingfm import experiment
+    from iclr26.papers.braingfm import backbones, experiment
     from iclr26.science.braingfm import text
 
     monkeypatch.setattr(experiment, "encode_text", lambda t: text.encode_text(t, backend="hash"))  # no model load
+    monkeypatch.setattr(backbones, "encode_text", lambda t: text.encode_text(t, backend="hash"))
+    monkeypatch.setenv("ICLR26_CACHE", str(tmp_path))
     cfg = card.Cfg(seeds=(0,), n_timepoints=40, n_pretrain=16, n_pretrain_val=8, pretrain_steps=3, pretrain_batch=8,
                    ft_disorders=("S2",), n_train=12, n_val=12, n_test=12, lr_grid=(1e-3, 3e-3), max_epochs=2,
                    patience=1, meta_disorders=("S1",), n_meta=16, meta_iters=2, k_shot=2, shot_reps=1,
@@ -278,6 +282,42 @@ def test_reproduction_runs_at_a_tiny_scale_and_returns_every_claimed_metric(monk
                 if isinstance(name, str):
                     assert name in card.METRICS and np.isfinite(m[name]), name
     assert set(m) <= set(card.METRICS)
+    assert sorted(p.name.split("-")[1] for p in tmp_path.glob("threads-*/braingfm/*.pt")) == ["multi", "single"]
+    assert experiment.run(cfg, 0, Ctx()) == m  # from the cache
+
+
+def test_backbone_units_are_the_pretraining_and_an_idle_worker_builds_a_later_seeds(monkeypatch, tmp_path):
+    """A cached unit is exactly `pretrain` on the seed's own corpus from the seed's initial state; `prepare` builds the
+    units of later seeds only (never earlier ones) and skips a unit whose lock another process holds."""
+    from filelock import FileLock
+
+    from iclr26.papers import braingfm as card
+    from iclr26.papers.braingfm import backbones as units
+    from iclr26.science.braingfm import PretrainConfig, pretrain, text
+
+    monkeypatch.setattr(units, "encode_text", lambda t: text.encode_text(t, backend="hash"))
+    monkeypatch.setenv("ICLR26_CACHE", str(tmp_path))
+    cfg = card.Cfg(seeds=(0, 1, 2), n_timepoints=40, n_pretrain=16, n_pretrain_val=8, pretrain_steps=4,
+                   pretrain_batch=8, meta_disorders=("S1",))  # fmt: skip
+    held = FileLock(str(units.unit_path(cfg, 2, "single").with_suffix(".lock")))
+    held.acquire()  # "another process" is building seed 2's single backbone
+    try:
+        assert units.backbone_unit(cfg, 2, "single", wait=False) is None
+        units.prepare(cfg, 1, (0, 1, 2))
+    finally:
+        held.release()
+    built = {(s, n) for s in (0, 1, 2) for n in ("multi", "single") if units.unit_path(cfg, s, n).exists()}
+    assert built == {(2, "multi")}
+    _, data, corpora, vals = units.world_and_corpora(cfg, 2)
+    direct = units.initial_backbone(cfg, 2, len(data.names))
+    pcfg = PretrainConfig(max_steps=4, batch=8, schedule_steps=4)
+    info = pretrain(direct, corpora["multi"], vals["multi"], units.encode_text([units.PRETRAIN_TEXT]), pcfg, seed=2)
+    unit = units.backbone_unit(cfg, 2, "multi")
+    assert unit["steps"] == info["steps"] and unit["graphs"] == len(corpora["multi"]) == 16 * 6
+    for k, v in direct.state_dict().items():
+        assert torch.equal(unit["state"][k], v), k
+    fresh = units.initial_backbone(cfg, 2, len(data.names)).state_dict()
+    assert any(not torch.equal(unit["state"][k], fresh[k]) for k in fresh)  # pre-training moved it
 
 
 def test_pretraining_schedule_spans_its_steps_then_holds():

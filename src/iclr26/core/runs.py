@@ -143,6 +143,9 @@ class RunContext:
     run_dir: Path
     model: str | None = None
     quiet: bool = False
+    # the seeds this invocation computes, in order (this one among them): a seed may prepare cached work that a later
+    # one needs (braingfm's pre-training units), so that workers that would idle at the end share it
+    seeds: tuple[int, ...] = ()
     _log: list[str] = field(default_factory=list)
 
     def log(self, msg: str) -> None:
@@ -313,7 +316,7 @@ def _run_locked(card, mod, cfg, scale, seeds, model, run_dir, version, force, qu
     jobs = default_jobs(len(todo)) if jobs is None else max(1, min(jobs, len(todo) or 1))
     if jobs > 1:
         append_log(run_dir, f"seeds {todo} in {jobs} worker processes of {default_threads()} thread(s) each")
-    calls = [(card.slug, scale, cfg, seed, model, str(run_dir), code, version, quiet) for seed in todo]
+    calls = [(card.slug, scale, cfg, seed, model, str(run_dir), code, version, quiet, tuple(todo)) for seed in todo]
     for seed, metrics in zip(todo, run_all(run_seed, calls, jobs)):
         per_seed[seed] = metrics
     exp = card.experiment()
@@ -357,12 +360,12 @@ def _peak_of(run_dir: Path, seeds) -> float:
     return max(peaks)
 
 
-def run_seed(slug, scale, cfg, seed, model, run_dir, code, version, quiet) -> dict[str, float]:
+def run_seed(slug, scale, cfg, seed, model, run_dir, code, version, quiet, todo=()) -> dict[str, float]:
     """Compute one seed from its own seed (in this process or a worker) and write seeds/seed-N.json atomically."""
     from .threads import run_threads
 
     card, run_dir = get_paper(slug), Path(run_dir)
-    ctx = RunContext(card.slug, scale, seed, run_dir, model=model, quiet=quiet)
+    ctx = RunContext(card.slug, scale, seed, run_dir, model=model, quiet=quiet, seeds=tuple(todo) or (seed,))
     seed_everything(seed)
     ts = time.time()
     with run_threads():

@@ -11,55 +11,24 @@ import torch
 
 from iclr26.core.threads import run_threads
 from iclr26.science.braingfm import (
-    BrainGFM,
-    BrainGFMConfig,
     FitConfig,
-    GraphSet,
     MetaConfig,
-    PretrainConfig,
     VanillaGCN,
     adapt_curve,
     auc,
     encode_text,
     finetune,
     fit,
-    graph_set,
     make_classifier,
     meta_train_prompt,
     predict,
-    pretrain,
     sample_shots,
 )
 from iclr26.worlds.brain_graphs import DISORDERS, BrainWorld
 
 from . import Cfg
-
-PRETRAIN_TEXT = "resting-state functional connectivity of a subject"  # [T/D] of unlabelled graphs (ours)
-N_MAX = 48
-
-
-class _Data:
-    """Draws subjects of one world and turns them into graph sets per atlas."""
-
-    def __init__(self, world: BrainWorld, rng):
-        self.world, self.rng = world, rng
-        self.names = [a for a, _, _ in world.atlases]
-
-    def graphs(self, n: int, disorder, atlases=None, share: float = 0.5) -> dict[str, GraphSet]:
-        s = self.world.subjects(n, disorder, self.rng, patient_share=share)
-        return {a: graph_set(s["series"][a], self.names.index(a), s["y"], n_max=N_MAX)
-                for a in (atlases or self.names)}  # fmt: skip
-
-    def fc(self, n: int, disorder, atlas: str):
-        """z-scored FC upper triangles (the graphs' node features) of ``n`` new subjects, and their labels."""
-        g = self.graphs(n, disorder, [atlas])[atlas]
-        return _upper(g), g.y.numpy()
-
-
-def _upper(gs: GraphSet) -> np.ndarray:
-    k = int(gs.n[0])
-    iu = np.triu_indices(k, 1)
-    return np.stack([gs.x[i, :k, :k].numpy()[iu] for i in range(len(gs))])
+from . import backbones as units
+from .backbones import initial_backbone, upper, world_and_corpora
 
 
 def _grid_search(train_fn, grid, ctx, label):
@@ -108,40 +77,24 @@ def run(cfg: Cfg, seed: int, ctx) -> dict[str, float]:
 def _run(cfg: Cfg, seed: int, ctx) -> dict[str, float]:
     t0, m = time.time(), {}
     torch.manual_seed(seed)
-    world = BrainWorld(seed=seed, n_timepoints=cfg.n_timepoints)
-    data = _Data(world, np.random.default_rng(seed))
+    _, data, _, _ = world_and_corpora(cfg, seed)  # the corpora are the data stream's first draws
     tgt = cfg.target_atlas
     names = sorted({*cfg.ft_disorders, *cfg.meta_disorders, *cfg.unseen, "U3", "V"})
     emb = dict(zip(names, encode_text([DISORDERS[d].text for d in names])))
     emb = {k: v[None] for k, v in emb.items()}
-    pre_text = encode_text([PRETRAIN_TEXT])
 
-    # ---------------------------------------------------------------- pre-training (claim 1)
-    pre = data.graphs(cfg.n_pretrain, list(cfg.meta_disorders))
-    pre_val = data.graphs(cfg.n_pretrain_val, list(cfg.meta_disorders))
-    corpora = {"multi": GraphSet.cat(list(pre.values())), "single": pre[tgt]}
-    vals = {"multi": GraphSet.cat(list(pre_val.values())), "single": pre_val[tgt]}
-    variants = {"multi": "gcl+gmae", "single": "gcl+gmae"}
-    if cfg.ablations:
-        variants.update({"multi_gcl": "gcl", "multi_gmae": "gmae"})
-    bcfg = BrainGFMConfig(n_max=N_MAX, n_atlases=len(data.names), text_dim=pre_text.shape[1])
-    torch.manual_seed(1000 + seed)
-    init = BrainGFM(bcfg)  # one initial state for every arm
+    # ---------------------------------------------------------------- pre-training (claim 1): cached units
+    init = initial_backbone(cfg, seed, len(data.names))
+    bcfg = init.cfg
     backbones = {"scratch": init}
-    for name, mode in variants.items():
-        corpus = "single" if name == "single" else "multi"
-        bb = copy.deepcopy(init)
-        pcfg = PretrainConfig(
-            mode=mode,
-            max_steps=cfg.pretrain_steps,
-            batch=cfg.pretrain_batch,
-            schedule_steps=min(cfg.pretrain_schedule_steps, cfg.pretrain_steps),
-        )
-        info = pretrain(bb, corpora[corpus], vals[corpus], pre_text, pcfg, seed=seed)
-        backbones[name] = bb
-        m[f"pt_steps_{name}"] = float(info["steps"])
-        ctx.log(f"seed {seed}: pretrain {name} ({mode}, {len(corpora[corpus])} graphs): {info['steps']} steps, "
-                f"val loss {info['best_val']:.4f}; {time.time() - t0:.0f}s")  # fmt: skip
+    for name, unit in units.backbones(cfg, seed, log=ctx.log).items():
+        backbones[name] = copy.deepcopy(init)
+        backbones[name].load_state_dict(unit["state"])
+        m[f"pt_steps_{name}"] = float(unit["steps"])
+        ctx.log(f"seed {seed}: pretrain {name} ({units.variants(cfg)[name]}, {unit['graphs']} graphs): "
+                f"{unit['steps']} steps, val loss {unit['best_val']:.4f}; {time.time() - t0:.0f}s")  # fmt: skip
+    # a later seed's backbones, built while no worker is free for that seed yet
+    units.prepare(cfg, seed, getattr(ctx, "seeds", (seed,)), log=ctx.log)
 
     # ---------------------------------------------------------------- fine-tuning on seen disorders (claim 1)
     from sklearn.linear_model import LogisticRegression
@@ -156,7 +109,7 @@ def _run(cfg: Cfg, seed: int, ctx) -> dict[str, float]:
         tr, va, te = gs[: cfg.n_train], gs[cfg.n_train : cfg.n_train + cfg.n_val], gs[cfg.n_train + cfg.n_val :]
         x_or, y_or = data.fc(400, d, tgt)
         lr_or = make_pipeline(StandardScaler(), LogisticRegression(C=0.05, max_iter=2000)).fit(x_or, y_or)
-        per["oracle"].append(auc(te.y.numpy(), lr_or.decision_function(_upper(te))))
+        per["oracle"].append(auc(te.y.numpy(), lr_or.decision_function(upper(te))))
         for a in arms + (["prompt"] if cfg.prompt_arm else []):
             bb, mode = (backbones["multi"], "prompt") if a == "prompt" else (backbones[a], "full")
             lr, (_, clf) = _grid_search(partial(_ft, bb, tr, va, emb[d], mode, cfg, seed), cfg.lr_grid, ctx, f"{d} {a}")
