@@ -46,7 +46,10 @@ class Cfg:
     lr_scisor: float = field(default=0.001, metadata={"help": "SCISOR's AdamW rate, picked by tune.py (paper 1e-4)"})
     lr_ar: float = field(default=0.0333333, metadata={"help": "AR's AdamW rate, picked by tune.py (ours)"})
     lr_mlm: float = field(default=0.01, metadata={"help": "masked LM's AdamW rate, picked by tune.py (ours)"})
-    max_steps: int = field(default=4000, metadata={"help": "step cap; early stopping should end training (ours)"})
+    max_steps: int = field(
+        default=8000,
+        metadata={"help": "step cap, a safety net: early stopping ends training (ours; VERSION 2: 4,000, which bound)"},
+    )
     eval_every: int = field(default=100, metadata={"help": "validation interval in steps (ours)"})
     patience: int = field(default=3, metadata={"help": "evaluations without improvement before stopping (ours)"})
     val_mc: int = field(default=2, metadata={"help": "noise draws per member in SCISOR's validation ELBO (ours)"})
@@ -95,7 +98,7 @@ CONFIGS = {
         patience=4,
     ),
 }
-VERSION = 2  # 2: quick d_model 32, t_max 0.3, learning rates re-tuned (tune.py)
+VERSION = 3  # 3: step cap 8,000 (4,000 ended one seed's SCISOR and a tuning candidate); 2: d_model 32, t_max 0.3
 EXPECTED_SECONDS = {"smoke": 20, "quick": 540, "full": 40000}  # quick: see the docs (Timings); full: a guess
 ACCEPTS_MODEL = False
 MODEL_NOTE = "the models are trained from scratch on synthetic protein families (no pretrained protein LM here)"
