@@ -237,6 +237,33 @@ def test_smoke_run(tmp_path, monkeypatch, world):
     assert (tmp_path / "artifacts" / "renders_seed0.npz").exists()
 
 
+def test_detectors_and_tuning_do_not_depend_on_the_callers_random_state(tmp_path, monkeypatch):
+    """Two worker processes (here: two empty caches and two global seeds) build the same detectors and pick the same
+    λs with the same validation scores (the detectors' initial weights once came from the calling seed's stream)."""
+    import json
+
+    import torch
+
+    from iclr26.papers.gs_perception import Cfg, experiment
+
+    cfg = Cfg(seeds=(0,), n_frames=1, n_clips=1, n_val_clips=1, n_gaussians=24, iters=6, n_det_train=24, n_det_val=8,
+              det_epochs=1, n_eval=8, perc_grid=(0.03, 0.1), obj_grid=(0.3, 1.0), max_ext=0)  # fmt: skip
+    out = []
+    for run_seed in (1, 2):
+        monkeypatch.setenv("ICLR26_CACHE", str(tmp_path / f"cache{run_seed}"))
+        monkeypatch.setattr(experiment, "_CACHE", {})
+        torch.manual_seed(run_seed)
+        dets = experiment._detectors(cfg, lambda m: None)
+        lams = experiment._tune(cfg, dets, lambda m: None)
+        out.append(({f"{n}.{k}": v.clone() for n, d in dets.items() for k, v in d.state_dict().items()}, lams))
+    (w1, l1), (w2, l2) = out
+    assert w1.keys() == w2.keys() and all(torch.equal(w1[k], w2[k]) for k in w1)
+    assert l1 == l2
+    t1, t2 = (json.loads(next((tmp_path / f"cache{s}").glob("threads-*/gs_perception/tuning-*.json")).read_text())
+              for s in (1, 2))  # fmt: skip
+    assert t1 == t2 and len(t1["perc_scores"]) == 2 and len(t1["obj_scores"]) == 2
+
+
 # ---------------------------------------------------------------- the 3D (EWA) variant
 
 

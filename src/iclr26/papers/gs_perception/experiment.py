@@ -11,6 +11,7 @@ import kornia
 import numpy as np
 import torch
 
+from iclr26.core.locks import cached_json, file_lock
 from iclr26.core.paths import trained_cache_dir
 from iclr26.core.threads import run_threads
 from iclr26.probing.tuning import tune_on_grid
@@ -61,25 +62,28 @@ def _key(cfg: Cfg, *names) -> str:
 
 
 def _detectors(cfg: Cfg, log):
-    """Guidance and unseen detectors, trained once per configuration (their own data seeds, not the run seed) and
-    cached in memory and under the model cache."""
+    """Guidance and unseen detectors, trained once per configuration from their own seeds (initialisation included,
+    so every worker process builds the same weights), under a file lock and cached in memory and on disk."""
     key = _key(cfg, "world", "height", "width", "n_det_train", "n_det_val", "det_epochs")
     if key in _CACHE:
         return _CACHE[key]
     out = {}
     for name, cls, data_seed in (("guide", CenterNetDetector, 11), ("unseen", GridDetector, 22)):
-        det = cls()
         path = trained_cache_dir() / "gs_perception" / f"{name}-{key}.pt"
-        if path.exists():
-            det.load_state_dict(torch.load(path, weights_only=True))
-            det.eval()
-        else:
-            tr = make_frames(cfg, data_seed, cfg.n_det_train)
-            va = make_frames(cfg, data_seed + 1, cfg.n_det_val)
-            info = train_detector(det, tr, va, epochs=cfg.det_epochs, seed=data_seed)
-            log(f"{name} detector ({cls.__name__}): {info['epochs']} epochs, val loss {info['val_loss']:.3f}")
-            path.parent.mkdir(parents=True, exist_ok=True)
-            torch.save(det.state_dict(), path)
+        with file_lock(path.with_suffix(".lock"), f"the gs-perception {name} detector"), torch.random.fork_rng([]):
+            torch.manual_seed(data_seed)  # the initial weights: not the calling seed's random stream
+            det = cls()
+            if path.exists():
+                det.load_state_dict(torch.load(path, weights_only=True))
+                det.eval()
+            else:
+                tr = make_frames(cfg, data_seed, cfg.n_det_train)
+                va = make_frames(cfg, data_seed + 1, cfg.n_det_val)
+                info = train_detector(det, tr, va, epochs=cfg.det_epochs, seed=data_seed)
+                log(f"{name} detector ({cls.__name__}): {info['epochs']} epochs, val loss {info['val_loss']:.3f}")
+                tmp = path.with_name(path.name + ".tmp")
+                torch.save(det.state_dict(), tmp)
+                tmp.replace(path)  # atomic
         out[name] = det
     _CACHE[key] = out
     return out
@@ -145,30 +149,39 @@ def _fit_arm(clips, arm, dets, fcfg, ctrl_det=None, seed: int = 0):
 
 def _tune(cfg: Cfg, dets, log):
     """λ_perc and λ_obj on the validation clips: maximise the guidance detector's mAP minus 10 × the relative SSIM
-    drop beyond ssim_tol (the paper's constrained objective, Eq. 3), grids extended past an edge pick."""
+    drop beyond ssim_tol (the paper's constrained objective, Eq. 3), grids extended past an edge pick. Once per
+    configuration, shared by every seed and worker (cached on disk under a lock)."""
     key = _key(cfg, *[f.name for f in dataclasses.fields(cfg) if f.name != "seeds"])
     if key in _CACHE:
         return _CACHE[key]
-    val = [make_sequence(cfg, 50_000 + i) for i in range(cfg.n_val_clips)]
-    ren, _ = _fit_arm(val, "visual", dets, _fit_cfg(cfg, 0))
-    ssim0 = _evaluate(val, ren, dets)["ssim"]
 
-    def score(arm, **kw):
-        def f(lam):
-            ren, _ = _fit_arm(val, arm, dets, _fit_cfg(cfg, 0, **{k: lam for k in kw}))
-            e = _evaluate(val, ren, dets)
-            drop = (ssim0 - e["ssim"]) / ssim0
-            s = e["map_guide"] - 10 * max(0.0, drop - cfg.ssim_tol)
-            log(f"  tune {arm} λ={lam:g}: val mAP {e['map_guide']:.3f}, SSIM drop {drop:+.4f} -> score {s:.3f}")
-            return s, None
+    def compute():
+        val = [make_sequence(cfg, 50_000 + i) for i in range(cfg.n_val_clips)]
+        ren, _ = _fit_arm(val, "visual", dets, _fit_cfg(cfg, 0))
+        ssim0 = _evaluate(val, ren, dets)["ssim"]
 
-        return f
+        def score(arm, **kw):
+            def f(lam):
+                ren, _ = _fit_arm(val, arm, dets, _fit_cfg(cfg, 0, **{k: lam for k in kw}))
+                e = _evaluate(val, ren, dets)
+                drop = (ssim0 - e["ssim"]) / ssim0
+                s = e["map_guide"] - 10 * max(0.0, drop - cfg.ssim_tol)
+                log(f"  tune {arm} λ={lam:g}: val mAP {e['map_guide']:.3f}, SSIM drop {drop:+.4f} -> score {s:.3f}")
+                return s, None
 
-    rp = tune_on_grid(score("perc", lambda_perc=1), cfg.perc_grid, max_extensions=cfg.max_ext)
-    ro = tune_on_grid(score("vis", lambda_obj=1), cfg.obj_grid, max_extensions=cfg.max_ext)
-    out = (rp.best, ro.best, rp.at_edge or ro.at_edge)
-    log(f"tuned λ_perc {rp.best:g}, λ_obj {ro.best:g} (edge pick left: {out[2]}); validation SSIM visual {ssim0:.4f}")
-    _CACHE[key] = out
+            return f
+
+        rp = tune_on_grid(score("perc", lambda_perc=1), cfg.perc_grid, max_extensions=cfg.max_ext)
+        ro = tune_on_grid(score("vis", lambda_obj=1), cfg.obj_grid, max_extensions=cfg.max_ext)
+        log(f"tuned λ_perc {rp.best:g}, λ_obj {ro.best:g} (edge pick left: {rp.at_edge or ro.at_edge}); "
+            f"validation SSIM visual {ssim0:.4f}")  # fmt: skip
+        return {"lambda_perc": rp.best, "lambda_obj": ro.best, "at_edge": rp.at_edge or ro.at_edge,
+                "perc_scores": {f"{k:g}": v for k, v in rp.scores.items()},
+                "obj_scores": {f"{k:g}": v for k, v in ro.scores.items()}}  # fmt: skip
+
+    path = trained_cache_dir() / "gs_perception" / f"tuning-{key}.json"
+    d = cached_json(path, "the gs-perception λ tuning", compute)
+    _CACHE[key] = out = (d["lambda_perc"], d["lambda_obj"], d["at_edge"])
     return out
 
 
