@@ -325,11 +325,13 @@ def test_raycast_world_geometry_is_exact():
 # ---------------------------------------------------------------- smoke run of the reproduction
 
 
-def test_smoke_run(tmp_path):
+def test_smoke_run(tmp_path, monkeypatch):
+    """...and a rerun that loads the cached arm units returns the same metrics (only the measured speeds differ)."""
     from iclr26.core.runs import RunContext
     from iclr26.papers.wint3r import CLAIMS, CONFIGS, METRICS
     from iclr26.papers.wint3r.experiment import run
 
+    monkeypatch.setenv("ICLR26_CACHE", str(tmp_path / "cache"))
     cfg = CONFIGS["smoke"]
     m = run(cfg, 0, RunContext("wint3r", "smoke", 0, tmp_path, quiet=True))
     for c in CLAIMS:
@@ -337,3 +339,40 @@ def test_smoke_run(tmp_path):
             assert set(c.metrics()) <= set(m) and set(c.metrics()) <= set(METRICS)
     assert all(np.isfinite(v) for v in m.values()) and set(m) <= set(METRICS)
     assert m["fps_full"] > 0 and 0 <= m["rra15_full"] <= 1
+    assert len(list((tmp_path / "cache").glob("threads-*/wint3r/s0-*.pt"))) == 4
+    again = run(cfg, 0, RunContext("wint3r", "smoke", 0, tmp_path, quiet=True))
+    assert {k: v for k, v in again.items() if "fps" not in k} == {k: v for k, v in m.items() if "fps" not in k}
+
+
+def test_arm_units_are_the_training_and_an_idle_worker_trains_a_later_seeds(tmp_path, monkeypatch):
+    """A cached arm is exactly `train` from the seed's initialisation on the seed's data; `prepare` trains the arms of
+    later seeds only (never earlier ones) and skips an arm whose lock another process holds."""
+    from filelock import FileLock
+
+    from iclr26.papers.wint3r import CONFIGS, units
+    from iclr26.vision.wint3r import TrainConfig, train
+
+    monkeypatch.setenv("ICLR26_CACHE", str(tmp_path))
+    cfg = CONFIGS["smoke"]
+    held = FileLock(str(units.arm_path(cfg, 2, "nopool").with_suffix(".lock")))
+    held.acquire()  # "another process" is training seed 2's no-pool arm
+    try:
+        assert units.arm_unit(cfg, 2, "nopool", wait=False) is None
+        units.prepare(cfg, 1, (0, 1, 2))
+    finally:
+        held.release()
+    built = {(s, a) for s in (0, 1, 2) for a in units.ARMS if units.arm_path(cfg, s, a).exists()}
+    assert built == {(2, "full"), (2, "nooverlap"), (2, "nowindow")}
+    torch.manual_seed(123)  # the caller's random state must not matter
+    data, val = units.train_val(cfg, 2)
+    direct = units.new_model(cfg, 2, "nowindow")
+    tcfg = TrainConfig(lr=cfg.lr, batch=cfg.batch, max_steps=cfg.max_steps, eval_every=cfg.eval_every,
+                       patience=cfg.patience)  # fmt: skip
+    info = train(direct, data, val, tcfg, seed=2)
+    unit = units.arm_unit(cfg, 2, "nowindow")
+    assert unit["steps"] == info["steps"] and unit["best_step"] == info["best_step"]
+    for k, v in direct.state_dict().items():
+        assert torch.equal(unit["state"][k], v), k
+    fresh = units.new_model(cfg, 2, "nowindow").state_dict()
+    assert any(not torch.equal(unit["state"][k], fresh[k]) for k in fresh)  # training moved it
+    assert direct.cfg.window == 1 and units.new_model(cfg, 2, "nooverlap").cfg.stride == 4  # the arms' switches

@@ -98,7 +98,7 @@ CONFIGS = {
     ),
 }
 VERSION = 4
-EXPECTED_SECONDS = {"smoke": 20, "quick": 4700, "full": 40000}  # quick v4: 4,735 s wall, 2 jobs, beside another run
+EXPECTED_SECONDS = {"smoke": 20, "quick": 2700, "full": 40000}  # quick: estimate with shared arm units
 ACCEPTS_MODEL = False
 MODEL_NOTE = "the method takes a released WinT3R-style state_dict only through `iclr26.vision.wint3r.WinT3R` (tiny)"
 

@@ -9,12 +9,12 @@ import numpy as np
 import torch
 
 from iclr26.core.threads import run_threads
-from iclr26.vision.wint3r import TrainConfig, WinT3R, WinT3RConfig, evaluate, reconstruct, train, trivial_baseline
+from iclr26.vision.wint3r import evaluate, reconstruct, trivial_baseline
 from iclr26.vision.wint3r.geometry import umeyama
 from iclr26.vision.wint3r.train import frames_per_second, gt_world
 from iclr26.worlds.raycast_rooms import make_streams
 
-from . import ARM_CFG, ARMS, Cfg
+from . import ARMS, Cfg, units
 
 
 def run(cfg: Cfg, seed: int, ctx) -> dict[str, float]:
@@ -24,27 +24,23 @@ def run(cfg: Cfg, seed: int, ctx) -> dict[str, float]:
 
 def _run(cfg: Cfg, seed: int, ctx) -> dict[str, float]:
     t0, m = time.time(), {}
-    kw = {"texture_mix": cfg.texture_mix}
-    data = make_streams(cfg.n_train, cfg.train_len, 1000 * seed + 1, **kw)
-    val = make_streams(cfg.n_val, cfg.train_len, 1000 * seed + 2, **kw)
-    test = make_streams(cfg.n_test, cfg.test_len, 1000 * seed + 3, **kw)
+    data, _ = units.train_val(cfg, seed)
+    test = make_streams(cfg.n_test, cfg.test_len, 1000 * seed + 3, texture_mix=cfg.texture_mix)
     ctx.log(f"seed {seed}: data {time.time() - t0:.1f}s")
     for k, v in trivial_baseline(data, test, seed=seed).items():
         if k in ("chamfer_overall", "ate", "rra15", "auc30", "absrel", "delta1"):
             m[f"{k.replace('_overall', '')}_trivial"] = v
-    tcfg = TrainConfig(lr=cfg.lr, batch=cfg.batch, max_steps=cfg.max_steps, eval_every=cfg.eval_every,
-                       patience=cfg.patience)  # fmt: skip
     models = {}
-    for arm in ARMS:
-        torch.manual_seed(seed)  # same initialisation in every arm (the switches add no parameters)
-        model = WinT3R(WinT3RConfig(dim=cfg.dim, **ARM_CFG[arm]))
-        info = train(model, data, val, tcfg, seed=seed, log=None if ctx.quiet else ctx.log)
+    log = None if ctx.quiet else ctx.log
+    for arm, info in units.trained_arms(cfg, seed, log=log).items():  # cached units, trained by one rule
+        model = units.new_model(cfg, seed, arm)
+        model.load_state_dict(info["state"])
         r = evaluate(model, test, seed=seed)
         m[f"chamfer_{arm}"], m[f"acc_{arm}"], m[f"comp_{arm}"] = (r["chamfer_overall"], r["chamfer_acc"],
                                                                    r["chamfer_comp"])  # fmt: skip
         for k in ("ate", "rra15", "rta15", "rra30", "rta30", "auc30", "absrel", "delta1"):
             m[f"{k}_{arm}"] = r[k]
-        m[f"steps_{arm}"], m[f"val_{arm}"] = float(info["steps"]), info["best_val"]
+        m[f"steps_{arm}"], m[f"val_{arm}"] = float(info["steps"]), float(info["best_val"])
         m[f"early_{arm}"] = float(info["steps"] < cfg.max_steps)
         m[f"best_step_{arm}"] = float(info["best_step"])
         models[arm] = model
@@ -65,6 +61,8 @@ def _run(cfg: Cfg, seed: int, ctx) -> dict[str, float]:
     ctx.save_artifact(f"stream_seed{seed}", _artifact(models, test))
     ctx.log(f"seed {seed}: trivial Chamfer {m['chamfer_trivial']:.4f} ATE {m['ate_trivial']:.4f}; FPS "
             + ", ".join(f"{a} {fps[a]:.0f}" for a in ARMS) + f"; {time.time() - t0:.0f}s")  # fmt: skip
+    # a later seed's arms, trained while no worker is free for that seed yet
+    units.prepare(cfg, seed, getattr(ctx, "seeds", (seed,)), log=log)
     return m
 
 
