@@ -227,6 +227,51 @@ def test_smoke_run(tmp_path, monkeypatch):
         "smollm2-reward-rises",
     }
     assert {c["id"]: c["verdict"] for c in res.verdicts}["smollm2-reward-rises"] == "not run"  # opt-in (real_steps)
+    # every seed's SFT policy and GRPO arms are cached units; a rerun loads them and gives the same metrics
+    names = sorted(p.name.rsplit("-", 1)[0] for p in (tmp_path / "cache").glob("threads-*/abstention/*.pt"))
+    assert names == sorted(f"s{s}-{n}" for s in (0, 1) for n in ("sft", "grpo", "emonly", "u80"))
+    again = run_paper("temporal-abstention", scale="smoke", out=tmp_path / "again", quiet=True)
+    for s in (0, 1):
+        assert {k: v for k, v in again.per_seed[s].items() if "seconds" not in k} == {
+            k: v for k, v in res.per_seed[s].items() if "seconds" not in k
+        }
+
+
+def test_units_are_the_stages_and_an_idle_worker_trains_a_later_seeds(tmp_path, monkeypatch):
+    """A cached SFT policy is exactly `cot_sft` and a cached arm exactly `grpo` on the seed's data, whatever the
+    caller's random state; `prepare` trains a later seed's units only (never earlier ones) and skips an arm whose lock
+    another process holds."""
+    from filelock import FileLock
+
+    from iclr26.papers.temporal_abstention import CONFIGS, units
+    from iclr26.papers.temporal_abstention.policy import base_policy, tokenizer
+    from iclr26.papers.temporal_abstention.stages import cot_sft, grpo
+
+    monkeypatch.setenv("ICLR26_CACHE", str(tmp_path))
+    cfg, tok, lrs = CONFIGS["smoke"], tokenizer(), {"sft_lr": 1e-3, "grpo_lr": 2e-4}
+    base, _ = base_policy(cfg, tok, progress=False)
+    held = FileLock(str(units.arm_path(cfg, 2, "emonly", lrs).with_suffix(".lock")))
+    held.acquire()  # "another process" is training seed 2's EM-only arm
+    try:
+        assert units.arm_unit(cfg, 2, "emonly", base, tok, lrs, wait=False) is None
+        units.prepare(cfg, 1, (0, 1, 2), base, tok, lrs)
+    finally:
+        held.release()
+    paths = {(s, n): units.sft_path(cfg, s, lrs) if n == "sft" else units.arm_path(cfg, s, n, lrs)
+             for s in (0, 1, 2) for n in ("sft", *units.ARMS)}  # fmt: skip
+    assert {k for k, p in paths.items() if p.exists()} == {(2, "sft"), (2, "grpo"), (2, "u80")}
+    torch.manual_seed(999)
+    d = units.seed_data(cfg, 2)
+    sft, _ = cot_sft(base, tok, d["sft"], d["val"], cfg, 2, None, lr=lrs["sft_lr"])
+    for k, v in sft.state_dict().items():
+        assert torch.equal(units.sft_unit(cfg, 2, base, tok, lrs)["state"][k], v), k
+    torch.manual_seed(998)
+    items, reward, val = units.arm_setup(cfg, 2, "u80")
+    arm, *_ = grpo(sft, tok, items, reward, cfg, 2, None, lr=lrs["grpo_lr"], val=val)
+    unit = units.arm_unit(cfg, 2, "u80", base, tok, lrs)
+    for k, v in arm.state_dict().items():
+        assert torch.equal(unit["state"][k], v), k
+    assert unit["steps"] >= 1 and sum(it.kind == "unanswerable" for it in items) > len(items) / 2  # the 80 % arm
 
 
 def test_kl_reference_is_the_policy_as_passed(tmp_path):
@@ -248,12 +293,12 @@ def test_kl_reference_is_the_policy_as_passed(tmp_path):
 
 
 def test_clone_runs_its_own_weights_after_trl_patched_the_original(tmp_path):
-    """The reproduction's policy copy (`experiment.clone`): after a TRL trainer was built on a policy, a copy whose
+    """The reproduction's policy copy (`stages.clone`): after a TRL trainer was built on a policy, a copy whose
     weights change must compute with *its* weights (a `copy.deepcopy` kept the original's bound `forward`)."""
     import copy
 
     from iclr26.lm.tiny import tiny_model
-    from iclr26.papers.temporal_abstention.experiment import clone
+    from iclr26.papers.temporal_abstention.stages import clone
     from iclr26.rlft.abstention import abstention_grpo_trainer, grpo_config, grpo_dataset
 
     tok = exact_word_tokenizer(vocabulary())

@@ -136,7 +136,7 @@ CONFIGS = {
 VERSION = 5  # 5: every GRPO arm (and every tuning candidate) trained until its held-out greedy reward stops improving
 # 4: the opt-in SmolLM2 check gets a testbed (format rate after SFT) and a paired reward claim, every seed
 # 3: GRPO lr grid centred on the paper's 1e-5 (was 1e-4..1e-3, extended twice downwards)
-EXPECTED_SECONDS = {"smoke": 30, "quick": 2600, "full": 14400}  # quick v5: 2,559 s wall, empty cache, one process
+EXPECTED_SECONDS = {"smoke": 30, "quick": 1500, "full": 14400}  # quick: estimate, empty cache, two workers
 ACCEPTS_MODEL = False
 MODEL_NOTE = "train your own model with `iclr26.rlft.abstention` (cot_sft_trainer, abstention_grpo_trainer)"
 
