@@ -1,7 +1,7 @@
 """Learning-rate tuning of the MLR reproduction, run alone (the reproduction runs the same rule itself and caches it).
 
 The rule lives in `iclr26.papers.mlr.tuning`: every stage (single-policy SFT, the planner LoRA's SFT, MLR's Step-DPO,
-GRPO) gets the lr with the best validation score on a factor-2 grid that `iclr26.probing.tuning.tune_on_grid` extends
+GRPO) gets the lr with the best validation score on a factor-2 grid that `iclr26.core.tuning.tune_on_grid` extends
 past edge picks, on tuning seed 100. This script fills the same cache and prints the result.
 Usage: `/work/helpers/heavy python benchmarks/mlr_lr.py [smoke|quick|full]` (quick by default).
 """

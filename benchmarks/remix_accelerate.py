@@ -24,7 +24,7 @@ from transformers.utils import logging as hf_logging
 from iclr26.lm.tiny import tiny_model
 from iclr26.lm.tokenizer import build_word_tokenizer
 from iclr26.rlft.remix import ReMixConfig, ReMixTrainer
-from iclr26.worlds.remix import ArithmeticWorld, parse_answer, reward
+from iclr26.rlft.remix.world import ArithmeticWorld, parse_answer, reward
 
 
 def main() -> None:

@@ -21,7 +21,7 @@ from transformers.utils import logging as hf_logging
 
 from iclr26.papers.remix import CONFIGS
 from iclr26.papers.remix import experiment as E
-from iclr26.worlds.remix import ArithmeticWorld
+from iclr26.rlft.remix.world import ArithmeticWorld
 
 
 class _Ctx:

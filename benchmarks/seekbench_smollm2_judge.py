@@ -15,8 +15,8 @@ import torch
 from iclr26.agents.seekbench.judges import LLMJudge, agreement, hf_option_chooser, step_labels
 from iclr26.agents.seekbench.retriever import BM25Retriever
 from iclr26.agents.seekbench.simulate import AgentKnobs, run_agent
+from iclr26.agents.seekbench.world import SearchWorld, SearchWorldConfig
 from iclr26.lm import zoo
-from iclr26.worlds.search_world import SearchWorld, SearchWorldConfig
 
 
 def main() -> None:

@@ -17,12 +17,12 @@ from iclr26.lenses import (
     remove_projection,
     steering,
 )
+from iclr26.lenses.adl.world import TopicWorld
 from iclr26.lenses.logit_lens import lens_logits
 from iclr26.lm.adapters import ModelAdapter
 from iclr26.lm.hooks import capture
 from iclr26.lm.tiny import ARCHS, tiny_model
 from iclr26.lm.tokenizer import build_word_tokenizer
-from iclr26.worlds.topics import TopicWorld
 
 
 @pytest.fixture(scope="module")

@@ -22,7 +22,7 @@ from iclr26.rlft.antibody import (
     sharpness_gradient,
     weighted_lm_loss,
 )
-from iclr26.worlds.forbidden import EOS, REFUSE, SLOTS, TAG_B, ForbiddenWorld, user_data
+from iclr26.rlft.antibody.world import EOS, REFUSE, SLOTS, TAG_B, ForbiddenWorld, user_data
 
 
 # ----- a bigram LM whose probabilities we set by hand ---------------------------------------------------------------

@@ -22,7 +22,7 @@ from iclr26.rlft.autort import (
     shaped_reward,
     to_tokens,
 )
-from iclr26.worlds.redteam import RedTeamEnv, RedTeamWorld, mask_of
+from iclr26.rlft.autort.world import RedTeamEnv, RedTeamWorld, mask_of
 
 W = RedTeamWorld(0)
 N = W.cfg.n_prims

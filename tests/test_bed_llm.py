@@ -14,8 +14,8 @@ from iclr26.agents.bed_llm import (
     eig_rb,
     predictive_entropy,
 )
-from iclr26.worlds.preference_elicitation import PreferenceWorld
-from iclr26.worlds.twenty_questions import TwentyQuestionsWorld
+from iclr26.agents.bed_llm.world_preferences import PreferenceWorld
+from iclr26.agents.bed_llm.world_twenty_questions import TwentyQuestionsWorld
 
 
 def _binary(p_yes):
@@ -187,12 +187,11 @@ def test_smoke_reproduction_through_cli(tmp_path, monkeypatch):
     import json
     from dataclasses import replace
 
+    # the real-model part uses a fixed table instead of SmolLM2 (its own slow path); everything else runs
+    from iclr26.agents.bed_llm.world_twenty_questions_real import truth
     from iclr26.cli import main
     from iclr26.papers import bed_llm as card
     from iclr26.papers.bed_llm import experiment
-
-    # the real-model part uses a fixed table instead of SmolLM2 (its own slow path); everything else runs
-    from iclr26.worlds.twenty_questions_real import truth
 
     t = truth()
     monkeypatch.setitem(experiment._REAL_CACHE, "smollm2-135m", (np.clip(t * 0.8 + 0.1, 0, 1), t, 0.0))
@@ -210,11 +209,11 @@ def test_smoke_reproduction_through_cli(tmp_path, monkeypatch):
 
 def test_real_model_games_run_on_a_local_model(tmp_path):
     """`--model PATH` replaces SmolLM2: the real-model half runs on a saved tiny random model and yields its metrics."""
+    from iclr26.agents.bed_llm.world_twenty_questions_real import ANIMALS, QUESTIONS, about
     from iclr26.lm.tiny import tiny_model
     from iclr26.lm.tokenizer import build_word_tokenizer
     from iclr26.papers import bed_llm as card
     from iclr26.papers.bed_llm import experiment
-    from iclr26.worlds.twenty_questions_real import ANIMALS, QUESTIONS, about
 
     texts = [experiment.FEW_SHOT] + [f"Question: {about(a, q)} Answer: Yes No" for a in ANIMALS for q in QUESTIONS]
     tok = build_word_tokenizer(texts)

@@ -24,7 +24,7 @@ from iclr26.science.braingfm import (
     nt_xent,
     rwse,
 )
-from iclr26.worlds.brain_graphs import DISORDERS, NETWORKS, BrainWorld
+from iclr26.science.braingfm.world import DISORDERS, NETWORKS, BrainWorld
 
 
 @pytest.fixture(scope="module")
@@ -248,7 +248,7 @@ def test_disorder_edit_acts_on_the_named_network(world):
     assert within("S1", dmn, 1.0) < within(None, dmn, 0.0) - 0.05
     assert within("S1", vis, 1.0) == pytest.approx(within(None, vis, 0.0), abs=1e-9)
     with pytest.raises(ValueError, match="network"):
-        from iclr26.worlds.brain_graphs import Phrase
+        from iclr26.science.braingfm.world import Phrase
 
         Phrase(1, "within", "cerebellum")
 

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from scipy.special import gamma
 
-from iclr26.theory.fsl import FSLCurve, PowerLawTask, PowerLawTaskConfig, fit_fsl, intrinsic_time
-from iclr26.theory.fsl_schedule import (
+from iclr26.theory.bss_fsl import FSLCurve, PowerLawTask, PowerLawTaskConfig, fit_fsl, intrinsic_time
+from iclr26.theory.bss_fsl.schedule import (
     BatchScheduleConfig,
     BatchSizeSchedule,
     accumulation_plan,

@@ -23,7 +23,7 @@ from iclr26.agents.causal_router import (
     total_efficiency,
 )
 from iclr26.agents.causal_router.learners import folds
-from iclr26.worlds.routing import digits_routing, synthetic_delta, synthetic_eta, synthetic_routing
+from iclr26.agents.causal_router.world import digits_routing, synthetic_delta, synthetic_eta, synthetic_routing
 
 SMALL = ForestConfig(n_estimators=20, max_depth=8)
 CATE = ForestConfig(n_estimators=30, max_depth=8, min_samples_leaf=20, min_samples_split=40)
@@ -244,7 +244,7 @@ def test_smoke_run(tmp_path):
 
 
 def test_csv_loader_reads_the_released_layout(tmp_path):
-    from iclr26.worlds.routing import csv_routing
+    from iclr26.agents.causal_router.world import csv_routing
 
     rng = np.random.default_rng(0)
     path = tmp_path / "data.csv"

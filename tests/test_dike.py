@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from iclr26.editing.dike import dike_update, four_term_objective
-from iclr26.editing.dike_disentangler import Disentangler, KRDConfig, info_nce
+from iclr26.editing.dike.disentangler import Disentangler, KRDConfig, info_nce
 
 
 def _problem(d=6, d_ff=10, n0=40, n1=2, seed=0):
@@ -90,7 +90,7 @@ def test_disentangler_shapes_and_config_errors():
 # ---------------------------------------------------------------- the editor on tiny models
 from iclr26.editing import EditRequest  # noqa: E402
 from iclr26.editing.dike import DiKE, DiKEConfig  # noqa: E402
-from iclr26.editing.dike_disentangler import KRDSample, train_disentangler  # noqa: E402
+from iclr26.editing.dike.disentangler import KRDSample, train_disentangler  # noqa: E402
 from iclr26.lm.tiny import tiny_model  # noqa: E402
 from iclr26.lm.tokenizer import build_word_tokenizer  # noqa: E402
 
@@ -267,7 +267,7 @@ def test_dike_on_smollm2_raises_the_new_object_and_restores():
 def test_calibration_rule_picks_the_most_preserving_value_that_reaches_the_target(monkeypatch):
     """tune_knob walks the grid from the most preserving value and stops at the first that reaches the target
     efficacy; if none does it returns the last (least preserving) value. Every baseline's knob goes through it."""
-    from iclr26.papers.dike import experiment as dike
+    from iclr26.editing import benchmark as dike
 
     effs = {1: 0.1, 2: 0.5, 4: 0.92, 8: 1.0}
     calls = []

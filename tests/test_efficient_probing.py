@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from iclr26.papers.efficient_probing import CLAIMS
-from iclr26.probing.probes import (
+from iclr26.probing.efficient_probing import (
     PROBES,
     EfficientProbing,
     EPConfig,
@@ -17,7 +17,7 @@ from iclr26.probing.probes import (
     probe_accuracy,
     train_probe,
 )
-from iclr26.probing.vit import MAE, MAEConfig, TinyViT, ViTConfig, extract_tokens
+from iclr26.probing.efficient_probing.vit import MAE, MAEConfig, TinyViT, ViTConfig, extract_tokens
 
 
 @pytest.mark.parametrize("dim,classes,m,d_out", [(64, 10, 8, 1), (768, 1000, 32, 1), (96, 7, 4, 2), (48, 3, 1, 3)])

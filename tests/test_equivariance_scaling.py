@@ -8,14 +8,6 @@ import numpy as np
 import pytest
 import torch
 
-from iclr26.science.forcefield_scaling import (
-    bootstrap_exponent,
-    fit_compute_frontier,
-    fit_joint_law,
-    fit_power_law,
-    lower_envelope,
-)
-from iclr26.science.forcefield_training import TargetScaler, TrainConfig, equivariance_error, train_forcefield
 from iclr26.science.forcefields import (
     EquivariantConfig,
     EquivariantForceField,
@@ -23,7 +15,15 @@ from iclr26.science.forcefields import (
     UnconstrainedForceField,
     match_parameters,
 )
-from iclr26.science.potentials import (
+from iclr26.science.forcefields.scaling import (
+    bootstrap_exponent,
+    fit_compute_frontier,
+    fit_joint_law,
+    fit_power_law,
+    lower_envelope,
+)
+from iclr26.science.forcefields.training import TargetScaler, TrainConfig, equivariance_error, train_forcefield
+from iclr26.science.forcefields.world import (
     ForceFieldData,
     ManyBodyPotential,
     ManyBodyPotentialConfig,
@@ -159,7 +159,7 @@ def test_training_reduces_validation_loss(clusters):
 def test_early_stopping_stops_on_a_plateau_and_restores_the_best_weights(clusters, monkeypatch):
     """Scripted validation losses 1.0, 0.5, 0.6, 0.7, 0.8, …: with patience 3 training stops at the 5th validation
     (step 5·eval_every, far below the cap), and the model ends with the weights it had at the 2nd validation."""
-    from iclr26.science import forcefield_training as ft
+    from iclr26.science.forcefields import training as ft
 
     torch.manual_seed(0)
     data = TargetScaler(clusters, 2).transform(clusters)

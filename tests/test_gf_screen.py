@@ -25,7 +25,7 @@ from iclr26.science.gf_screen import (
     volume_metrics,
     window_outputs,
 )
-from iclr26.worlds.ct_lesions import CTWorldConfig, make_ct_volume, window
+from iclr26.science.gf_screen.world import CTWorldConfig, make_ct_volume, window
 
 torch.set_num_threads(1)
 

@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from iclr26.probing.tuning import tune_on_grid
+from iclr26.core.tuning import tune_on_grid
 
 
 def peaked(at):

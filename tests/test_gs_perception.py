@@ -23,7 +23,7 @@ from iclr26.vision.gs_perception import (
     rasterize,
     visibility_loss,
 )
-from iclr26.worlds.street import make_frames, make_sequence
+from iclr26.vision.gs_perception.world_street import make_frames, make_sequence
 
 D = torch.float64
 
@@ -311,7 +311,7 @@ def test_render_3d_culls_behind_the_near_plane_instead_of_raising():
 
 
 def test_street3d_boxes_and_points_agree_with_the_cameras():
-    from iclr26.worlds import street3d
+    from iclr26.vision.gs_perception import world_street3d as street3d
 
     seq = street3d.make_sequence(3, 3)
     seq2 = street3d.make_sequence(3, 3)
@@ -339,7 +339,7 @@ def test_street3d_boxes_and_points_agree_with_the_cameras():
 def test_gaussian_scene_3d_renders_its_splats_and_fits():
     from iclr26.vision.gs_perception import GaussianScene3D
     from iclr26.vision.gs_perception.ewa import render_3d
-    from iclr26.worlds.street3d import make_sequence as make_sequence_3d
+    from iclr26.vision.gs_perception.world_street3d import make_sequence as make_sequence_3d
 
     seq = make_sequence_3d(1, 2, n_points=300)
     sc = GaussianScene3D.from_sequence(seq, 40, dynamic_frac=0.25)

@@ -48,7 +48,7 @@ def test_equivariant_force_field_rejects_nan_positions():
     ],
 )
 def test_fsl_final_risk_rejects_bad_schedules(data, sizes, lr, match):
-    from iclr26.theory.fsl import PowerLawTask
+    from iclr26.theory.bss_fsl import PowerLawTask
 
     with pytest.raises(ValueError, match=match):
         PowerLawTask(d=10).fsl_final_risk(np.array(data), np.array(sizes), lr, 0.1)
@@ -56,7 +56,7 @@ def test_fsl_final_risk_rejects_bad_schedules(data, sizes, lr, match):
 
 # --- probing ------------------------------------------------------------------------------------------------------
 def test_probe_accuracy_on_empty_data_and_train_probe_on_nan():
-    from iclr26.probing.probes import ProbeTrainConfig, make_probe, probe_accuracy, train_probe
+    from iclr26.probing.efficient_probing import ProbeTrainConfig, make_probe, probe_accuracy, train_probe
 
     probe = make_probe("lp_cls", 8, 3)
     with pytest.raises(ValueError, match="non-empty"):
@@ -71,7 +71,7 @@ def test_probe_accuracy_on_empty_data_and_train_probe_on_nan():
 
 # --- kernel surrogate ---------------------------------------------------------------------------------------------
 def test_gradient_estimator_rejects_nan_inputs_and_bad_labels():
-    from iclr26.theory.kernel_surrogate_gradient import GradientEstimator, GradientEstimatorConfig
+    from iclr26.theory.kernel_surrogate.gradient import GradientEstimator, GradientEstimatorConfig
 
     model = torch.nn.Linear(2, 1)
     X, y = [np.random.default_rng(0).normal(size=(5, 2))], [np.array([0, 1, 0, 1, 1])]
@@ -93,7 +93,7 @@ def test_gradient_estimator_rejects_nan_inputs_and_bad_labels():
 
 # --- the cubic sub-problem ----------------------------------------------------------------------------------------
 def test_cubic_solver_rejects_gradient_outside_the_gram_range():
-    from iclr26.theory.rkhs_cubic import cubic_subproblem
+    from iclr26.theory.policy_newton.cubic import cubic_subproblem
 
     N = np.diag([1.0, 2.0, 0.0])  # the third direction has zero norm
     Q = -np.eye(3) * np.array([1.0, 1.0, 0.0])

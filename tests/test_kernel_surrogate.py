@@ -17,8 +17,8 @@ from iclr26.theory.kernel_surrogate import (
     second_order_linear_coefficients,
     select_subset,
 )
-from iclr26.theory.kernel_surrogate_gradient import GradientEstimator, GradientEstimatorConfig, finetune
-from iclr26.theory.kernel_surrogate_tasks import WeightedLogistic, make_tasks
+from iclr26.theory.kernel_surrogate.gradient import GradientEstimator, GradientEstimatorConfig, finetune
+from iclr26.theory.kernel_surrogate.tasks import WeightedLogistic, make_tasks
 
 K = 6
 

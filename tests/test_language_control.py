@@ -19,10 +19,10 @@ from iclr26.lenses import (
     selective_finetune,
     token_probs_by_layer,
 )
+from iclr26.lenses.language_control.world import LANGS, SCENARIOS, LanguageWorld, Problem
 from iclr26.lm.adapters import ModelAdapter
 from iclr26.lm.tiny import ARCHS, tiny_model
 from iclr26.lm.tokenizer import build_word_tokenizer
-from iclr26.worlds.languages import LANGS, SCENARIOS, LanguageWorld, Problem
 
 
 @pytest.fixture(scope="module")

@@ -160,7 +160,7 @@ def test_config_errors_name_the_field():
 
 # ------------------------------------------------------------------------------------------------------ the world
 def test_modular_world_is_exact_and_split():
-    from iclr26.worlds.ltpo import ModArithWorld, Question, check_answer
+    from iclr26.latent.ltpo.world import ModArithWorld, Question, check_answer
 
     w = ModArithWorld(23)
     assert w.solve(7, ["add3", "mul2", "sub5"]) == ((7 + 3) * 2 - 5) % 23 == 15

@@ -15,14 +15,14 @@ from iclr26.agents.mas2.cto import (
     sibling_preferences,
 )
 from iclr26.agents.mas2.dpo import DPOConfig, DPOTrainerLite, PreferenceSet, dpo_loss, value_scaled_dpo_loss
+from iclr26.agents.mas2.env import MASEnv
 from iclr26.agents.mas2.features import implementer_candidates
 from iclr26.agents.mas2.policies import DecisionBatch, MetaAgents
 from iclr26.agents.mas2.system import MAS2, backbone_prob, backbone_share
-from iclr26.worlds.agent_systems import (
+from iclr26.agents.mas2.world import (
     POOL,
     UNSEEN_USEFUL,
     AgentSystemsWorld,
-    MASEnv,
     MASSpec,
     Outcome,
     Task,

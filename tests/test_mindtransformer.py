@@ -11,7 +11,7 @@ import torch
 from scipy import integrate
 from sklearn.linear_model import Ridge
 
-from iclr26.lenses.blockstates import (
+from iclr26.lenses.mindtransformer.blockstates import (
     ROPE_STATES,
     STATES,
     available_states,
@@ -19,7 +19,7 @@ from iclr26.lenses.blockstates import (
     state_dims,
     word_states,
 )
-from iclr26.lenses.encoding import (
+from iclr26.lenses.mindtransformer.encoding import (
     EncodingConfig,
     RunRidge,
     SVDRidge,
@@ -34,9 +34,9 @@ from iclr26.lenses.encoding import (
     select_alpha,
     thin_svd,
 )
+from iclr26.lenses.mindtransformer.world import Region, VoxelWorld, n_scans_for, word_timings
 from iclr26.lm.adapters import UnsupportedModelError
 from iclr26.lm.tiny import tiny_model
-from iclr26.worlds.voxels import Region, VoxelWorld, n_scans_for, word_timings
 
 
 def _tiny(arch="llama", n_kv=2):
@@ -352,7 +352,7 @@ def test_glover_hrf_ratio_is_the_official_codes_nilearn_0_10():
     """The official code pins nilearn 0.10.4: undershoot ratio 0.35 on unit-integral gammas (nilearn ≥ 0.11: 0.48)."""
     from scipy import integrate
 
-    from iclr26.lenses.encoding import HRFS, hrf
+    from iclr26.lenses.mindtransformer.encoding import HRFS, hrf
 
     assert HRFS["glover"][-1] == 0.35 and HRFS["glover-nilearn-0.11"][-1] == 0.48
     t = np.linspace(0, 40, 4001)

@@ -23,7 +23,7 @@ from iclr26.rlft.mlr import (
     step_pairs,
     tsmc_log_weight,
 )
-from iclr26.worlds.modprog import LETTERS, ModProgWorld, apply, parse_answer, trace_text
+from iclr26.rlft.mlr.world import LETTERS, ModProgWorld, apply, parse_answer, trace_text
 
 torch.set_num_threads(1)
 
@@ -84,7 +84,7 @@ def test_a_random_valid_plan_fails_where_the_gold_plan_succeeds():
     """The planning control: an exact executor (the world's library) given the gold order of the labels is always
     right; given a random order of the same labels (a planner that picks a random valid label) it mostly is not."""
     from iclr26.papers.mlr import Cfg
-    from iclr26.papers.mlr.experiment import Bench
+    from iclr26.papers.mlr.bench import Bench
 
     bench = Bench(Cfg(n_traces=10, n_val=2, n_test=60, test_horizons=(3, 8)), 0)
 
@@ -131,7 +131,7 @@ def test_ordered_listing_and_pretraining_use_only_known_tokens(tok):
 
 
 def test_skill_accuracy_reads_the_answer_position(tok):
-    from iclr26.papers.mlr.experiment import skill_accuracy
+    from iclr26.papers.mlr.bench import skill_accuracy
 
     class Oracle(torch.nn.Module):  # predicts, at every position, the token that follows it in `truth`
         def __init__(self, truth):

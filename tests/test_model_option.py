@@ -94,7 +94,7 @@ def test_dispersion_real_model_half_on_a_local_model(tmp_path):
 @pytest.fixture()
 def facts_model(tmp_path):
     """A tiny llama whose vocabulary covers the real country facts and some Wikipedia text."""
-    from iclr26.worlds.real_facts import RealFactWorld
+    from iclr26.editing.real_facts import RealFactWorld
     from iclr26.worlds.text import load_domain
 
     world = RealFactWorld()
@@ -108,12 +108,13 @@ def _all_facts_known(monkeypatch, module):
 
 
 def test_dike_real_model_setting_on_a_local_model(facts_model, monkeypatch):
+    from iclr26.editing import benchmark
     from iclr26.papers import dike
     from iclr26.papers.dike import experiment as ex
 
     with pytest.raises(ValueError, match=r"completes \d+ of the \d+ facts"):  # knows (almost) nothing: a clear error
-        ex.prepare("smollm2", dike.CONFIGS["smoke"], None, facts_model)
-    _all_facts_known(monkeypatch, ex)
+        benchmark.prepare("smollm2", dike.CONFIGS["smoke"], None, facts_model)
+    _all_facts_known(monkeypatch, benchmark)
     cfg = dike.Cfg(seeds=(0,), n_edits_smollm2=2, krd_steps_smollm2=2, krd_batch_smollm2=2, stats_n_tokens_smollm2=400)
     m = ex.run_setting("smollm2", cfg, 0, Ctx(facts_model))
     assert ex._PREP[("smollm2", cfg, facts_model)]["model"].config.hidden_size == 32  # ran on our model
@@ -122,11 +123,11 @@ def test_dike_real_model_setting_on_a_local_model(facts_model, monkeypatch):
 
 
 def test_suit_real_model_setting_on_a_local_model(facts_model, monkeypatch):
+    from iclr26.editing import benchmark
     from iclr26.papers import suit
-    from iclr26.papers.dike import experiment as dike_ex
     from iclr26.papers.suit import experiment as ex
 
-    _all_facts_known(monkeypatch, dike_ex)  # suit prepares its settings with dike's `prepare`
+    _all_facts_known(monkeypatch, benchmark)  # suit prepares its settings with the editing testbed's `prepare`
     cfg = suit.Cfg(seeds=(0,), n_edits_smollm2=2, batch_size_smollm2=1, stats_n_tokens_smollm2=400)
     m = ex.run_setting("smollm2", cfg, 0, Ctx(facts_model))
     assert ex._PREP[("smollm2", cfg, facts_model)]["model"].config.hidden_size == 32
@@ -153,7 +154,7 @@ def test_restkv_real_model_half_on_a_local_model(tmp_path):
 
 def test_language_control_real_model_probes_on_a_local_model(tmp_path):
     from iclr26.papers import language_control
-    from iclr26.papers.language_control.experiment import SENTENCES, WORDS, _translation_prompt, smollm2_probes
+    from iclr26.papers.language_control.real import SENTENCES, WORDS, _translation_prompt, smollm2_probes
 
     texts = [s for row in SENTENCES for s in row] + [w for row in WORDS for w in row]
     texts += [_translation_prompt(1, 3, i) + _translation_prompt(3, 2, i) for i in range(len(WORDS))]
@@ -166,7 +167,7 @@ def test_language_control_real_model_probes_on_a_local_model(tmp_path):
 @pytest.mark.parametrize("arch", ["llama", "gpt2"])
 def test_adl_real_organism_on_a_local_model(tmp_path, arch):
     from iclr26.papers import adl
-    from iclr26.papers.adl.experiment import _smollm2_organism, baking_docs, smollm2_adl
+    from iclr26.papers.adl.real import _smollm2_organism, baking_docs, smollm2_adl
     from iclr26.worlds.text import load_domain
 
     texts = baking_docs(40, random.Random(0)) + list(load_domain("wikipedia")[:50])

@@ -71,15 +71,17 @@ def test_card_declares_configs_version_times_and_metrics(slug):
 
 def test_card_constants_match_the_packages_they_mirror():
     """Cards spell out a few tuples of heavy packages to stay light; they must not drift from the originals."""
+    from iclr26.editing.benchmark import SETTINGS
     from iclr26.kvcache import METHODS
-    from iclr26.papers import efficient_probing, language_control, restkv
-    from iclr26.probing.probes import PROBES
-    from iclr26.worlds.languages import LANGS, SCENARIOS
-    from iclr26.worlds.longctx import TASKS
+    from iclr26.kvcache.restkv.world import TASKS
+    from iclr26.lenses.language_control.world import LANGS, SCENARIOS
+    from iclr26.papers import dike, efficient_probing, language_control, restkv, suit
+    from iclr26.probing.efficient_probing import PROBES
 
     assert restkv.METHODS == METHODS and restkv.TASKS == TASKS
     assert efficient_probing.PROBES == PROBES
     assert language_control.LANGS == LANGS and language_control.SCENARIOS == SCENARIOS
+    assert dike.SETTINGS == SETTINGS and suit.SETTINGS == SETTINGS
 
 
 def test_show_is_fast_for_an_lm_paper(tmp_path):

@@ -9,9 +9,9 @@ import pytest
 import torch
 
 from iclr26.latent.perk import PERK, PERKConfig, answer_loss, clm_loss, inner_loop, qa_batch
+from iclr26.latent.perk.world import KVWorld
 from iclr26.lm import tiny_model
 from iclr26.lm.tokenizer import build_word_tokenizer
-from iclr26.worlds.perk import KVWorld
 
 WORDS = "a b c d e f g h i j k l m n o p q : . ask ="
 

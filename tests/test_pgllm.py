@@ -25,7 +25,7 @@ from iclr26.vision.pgllm import (
     scores_from_proba,
     split_prompt,
 )
-from iclr26.worlds.shapes3d import CLASSES, make_set, make_shape, ood_splits
+from iclr26.vision.pgllm.world import CLASSES, make_set, make_shape, ood_splits
 
 RNG = np.random.default_rng(0)
 X = RNG.normal(size=(40, 6))

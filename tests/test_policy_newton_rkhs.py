@@ -14,10 +14,10 @@ from iclr26.theory.policy_newton import (
     exact_cubic_newton,
     rkhs_policy_newton_step,
 )
-from iclr26.theory.rkhs_cubic import cubic_model, cubic_subproblem
-from iclr26.theory.rkhs_gym import Trajectory, collect_episodes, returns_to_go
-from iclr26.theory.rkhs_policy import RKHSSoftmaxPolicy, rbf_kernel, trajectory_derivatives
-from iclr26.theory.rkhs_toy_mdp import ExactObjective, investment_mdp, toy_features
+from iclr26.theory.policy_newton.cubic import cubic_model, cubic_subproblem
+from iclr26.theory.policy_newton.episodes import Trajectory, collect_episodes, returns_to_go
+from iclr26.theory.policy_newton.policies import RKHSSoftmaxPolicy, rbf_kernel, trajectory_derivatives
+from iclr26.theory.policy_newton.world import ExactObjective, investment_mdp, toy_features
 
 # A 2-state, 2-action MDP with horizon 3, small enough to enumerate every trajectory.
 PSI = np.array([[0.3, -0.2], [-0.1, 0.4]])

@@ -22,7 +22,7 @@ from iclr26.embodied.remac import (
     sigma_schedule,
     with_lora,
 )
-from iclr26.worlds.catch_ball import BatchCatchBall, CatchBallEnv, demonstrations, expert_action
+from iclr26.embodied.remac.world import BatchCatchBall, CatchBallEnv, demonstrations, expert_action
 
 P, A, O = 8, 1, 7
 

@@ -22,7 +22,7 @@ from iclr26.rlft.remix import (
     lambda_schedule,
     mix_ppg_token_loss,
 )
-from iclr26.worlds.remix import ArithmeticWorld, Problem, parse_answer, reward
+from iclr26.rlft.remix.world import ArithmeticWorld, Problem, parse_answer, reward
 
 hf_logging.set_verbosity_error()
 hf_logging.disable_progress_bar()

@@ -13,8 +13,8 @@ from iclr26.kvcache import METHODS, ReSTKVPress, cache_lengths, compress_record,
 from iclr26.kvcache.common import attention_modules
 from iclr26.kvcache.measure import continue_from, timed_generate
 from iclr26.kvcache.restkv import ema, shifted_avg_pool, window_mean
+from iclr26.kvcache.restkv.world import TASKS, SyntheticLongCtx
 from iclr26.lm.tiny import tiny_model
-from iclr26.worlds.longctx import TASKS, SyntheticLongCtx
 
 torch.set_num_threads(2)
 LLAMA_ONLY = {"snapkv", "tova", "pyramidkv"}

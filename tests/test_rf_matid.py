@@ -8,7 +8,7 @@ import pytest
 
 from iclr26.science.rf_matid.benchmark import PROTOCOLS, S2_VAL, S3_VAL, SPLITS, complex_whiten, make_split, view
 from iclr26.science.rf_matid.loader import load_rfmatid, parse_folder
-from iclr26.worlds.rf_materials import (
+from iclr26.science.rf_matid.world import (
     C0,
     DEFAULT_MATERIALS,
     DISTANCES_MM,

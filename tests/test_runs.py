@@ -7,10 +7,14 @@ import time
 
 import pytest
 
+from iclr26.core import folders as folders_mod
+from iclr26.core import jsonio as jsonio_mod
 from iclr26.core import runs as runs_mod
 from iclr26.core.claims import Check, Claim, MissingMetricError
 from iclr26.core.errors import UserError
-from iclr26.core.runs import atomic_write_text, is_stale, read_json, run_paper, status_of
+from iclr26.core.folders import is_stale, status_of
+from iclr26.core.jsonio import atomic_write_text, read_json
+from iclr26.core.runs import run_paper
 
 
 def test_run_folder_contents_and_verdicts(fake_paper, tmp_path):
@@ -114,6 +118,7 @@ def test_complete_run_is_skipped_unless_forced(fake_paper, tmp_path):
 def test_a_run_made_by_other_code_is_flagged_and_its_seeds_are_never_mixed(fake_paper, tmp_path, monkeypatch):
     res = run_paper("fake-paper", scale="quick", out=tmp_path)
     monkeypatch.setattr(runs_mod, "code_of", lambda card: "other-code")
+    monkeypatch.setattr(folders_mod, "code_of", lambda card: "other-code")
     again = run_paper("fake-paper", scale="quick", out=tmp_path)
     assert again.skipped and again.stale and is_stale(res.run_dir)
     assert "stale" in status_of("fake-paper", tmp_path)
@@ -171,7 +176,7 @@ def test_an_unwritable_folder_is_a_clear_error(fake_paper, tmp_path, monkeypatch
     def full_disk(*a, **k):
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(runs_mod.tempfile, "mkstemp", full_disk)
+    monkeypatch.setattr(jsonio_mod.tempfile, "mkstemp", full_disk)
     with pytest.raises(UserError, match="disk is full"):
         run_paper("fake-paper", scale="smoke", out=tmp_path / "runs")
 

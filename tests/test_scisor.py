@@ -25,7 +25,7 @@ from iclr26.science.scisor import (
     shrink,
     train_step,
 )
-from iclr26.worlds.protein_families import ProfileHMM, lengthened, make_family, make_world
+from iclr26.science.scisor.world import ProfileHMM, lengthened, make_family, make_world
 
 TINY = SCISORConfig(d_model=32, n_layers=1, n_heads=2, d_cond=16, max_len=64)
 

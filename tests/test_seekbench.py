@@ -13,7 +13,7 @@ from iclr26.agents.seekbench.retriever import BM25Retriever, TfidfRetriever
 from iclr26.agents.seekbench.schema import Annotation, Step, Trace, evidence_level, read_jsonl, write_jsonl
 from iclr26.agents.seekbench.score import ScoreConfig, main, score_traces
 from iclr26.agents.seekbench.simulate import AgentKnobs, run_agent
-from iclr26.worlds.search_world import ATTRIBUTES, SearchWorld, SearchWorldConfig
+from iclr26.agents.seekbench.world import ATTRIBUTES, SearchWorld, SearchWorldConfig
 
 
 def R(rtype, anchor, grounded, text="..."):

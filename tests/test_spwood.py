@@ -215,7 +215,7 @@ def test_point_segments_recover_object_extent():
     """The Voronoi / foreground segments of point labels give each object's size and axis (the lower bound of the
     spatial layout that lets points learn box sizes); a uniform box has variance (extent)^2 / 12 per axis."""
     from iclr26.vision.spwood import point_segments
-    from iclr26.worlds.aerial import make_scenes
+    from iclr26.vision.spwood.world import make_scenes
 
     d = make_scenes(12, 5)
     ratios, errs = [], []
@@ -231,7 +231,7 @@ def test_point_segments_recover_object_extent():
 
 def test_assignment_gives_every_instance_positives_inside_its_box():
     from iclr26.vision.spwood import TinyRotatedFCOS, assign, cat_instances, make_instances
-    from iclr26.worlds.aerial import make_scenes
+    from iclr26.vision.spwood.world import make_scenes
 
     d = make_scenes(6, 2)
     insts = [make_instances(b, lab, np.zeros(len(lab))) for b, lab in zip(d["boxes"], d["labels"])]
@@ -249,7 +249,7 @@ def test_resumed_burn_in_gives_the_same_model_and_self_training_starts_from_it()
     from iclr26.papers.spwood.experiment import _insts
     from iclr26.vision.spwood import train_spwood
     from iclr26.vision.spwood.train import _ema
-    from iclr26.worlds.aerial import make_scenes
+    from iclr26.vision.spwood.world import make_scenes
 
     torch.set_num_threads(1)
     tr, va = make_scenes(10, 5), make_scenes(4, 6)
@@ -276,7 +276,7 @@ def test_burn_in_cache_is_kept_per_thread_count(tmp_path, monkeypatch):
     """A burn-in trained with another torch thread count is not reused (it ends elsewhere); the same count reuses."""
     monkeypatch.setenv("ICLR26_CACHE", str(tmp_path))
     from iclr26.papers.spwood.experiment import _insts, cached_burn_in
-    from iclr26.worlds.aerial import make_scenes
+    from iclr26.vision.spwood.world import make_scenes
 
     tr, va = make_scenes(6, 5), make_scenes(3, 6)
     X, val = torch.as_tensor(tr["images"]), (torch.as_tensor(va["images"]), list(zip(va["boxes"], va["labels"])))

@@ -16,7 +16,7 @@ from iclr26.rlft.abstention import (
     exact_word_tokenizer,
     extract_answer,
 )
-from iclr26.worlds.abstention import NO_ANSWER, Tenure, answer_for, make_item, make_temporal_qa, vocabulary
+from iclr26.rlft.abstention.world import NO_ANSWER, Tenure, answer_for, make_item, make_temporal_qa, vocabulary
 
 
 def _c(answer, think="x"):
@@ -457,7 +457,7 @@ def test_real_lora_grpo_trains_the_adapter_only(monkeypatch, tmp_path):
 
     from iclr26.papers.temporal_abstention import real
     from iclr26.rlft.abstention import AbstentionReward
-    from iclr26.worlds.abstention import make_temporal_qa
+    from iclr26.rlft.abstention.world import make_temporal_qa
 
     class LengthReward(AbstentionReward):  # rewards that vary inside every group: a non-zero advantage
         @property

@@ -18,7 +18,7 @@ from iclr26.embodied.univla import (
     masked_next_token_loss,
 )
 from iclr26.embodied.univla.model import ModelConfig
-from iclr26.worlds.toytable import WORDS, ToyTableEnv, expert_episode
+from iclr26.embodied.univla.world import WORDS, ToyTableEnv, expert_episode
 
 TINY = ModelConfig(d_model=32, n_layers=1, n_heads=2)
 

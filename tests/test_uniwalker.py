@@ -19,7 +19,7 @@ from iclr26.embodied.uniwalker import (
     to_batch,
 )
 from iclr26.embodied.uniwalker.lifelong import nll, task_features
-from iclr26.worlds.lifelong_nav import N_THOUGHT, STYLES, TO_MINIGRID, WORDS, LifelongNavEnv, demos, make_scene
+from iclr26.embodied.uniwalker.world import N_THOUGHT, STYLES, TO_MINIGRID, WORDS, LifelongNavEnv, demos, make_scene
 
 
 @pytest.fixture(autouse=True)

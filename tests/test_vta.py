@@ -20,7 +20,7 @@ from iclr26.rlft.vta import (
     path_stats,
     xml_count,
 )
-from iclr26.worlds.market import REGIMES, MarketParams, make_market
+from iclr26.rlft.vta.world import REGIMES, MarketParams, make_market
 
 
 # --- conditional forecaster and classifier-free guidance --------------------------------------------------------------

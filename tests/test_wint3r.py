@@ -119,7 +119,7 @@ def test_rope2d_depends_only_on_relative_position_and_keeps_norms():
 def test_early_stopping_stops_on_patience_and_restores_the_best_weights():
     from iclr26.vision.wint3r import TrainConfig, train
     from iclr26.vision.wint3r.train import _tensors, validation_loss
-    from iclr26.worlds.raycast_rooms import make_streams
+    from iclr26.vision.wint3r.world import make_streams
 
     data = make_streams(3, 6, seed=0)
     data = {k: (v[..., :8, :16] if k in ("images", "depth") else v[..., :8, :16, :] if k == "pts_local" else v)
@@ -304,7 +304,7 @@ def test_chamfer_and_pose_accuracy_by_construction():
 
 
 def test_raycast_world_geometry_is_exact():
-    from iclr26.worlds.raycast_rooms import ROOM, make_streams
+    from iclr26.vision.wint3r.world import ROOM, make_streams
 
     d = make_streams(2, 6, seed=3)
     d2 = make_streams(2, 6, seed=3)

@@ -14,8 +14,10 @@ import sys
 import textwrap
 
 from .core.errors import UserError
+from .core.folders import SCALES, latest_run, scale_of, status_of
+from .core.jsonio import read_json
 from .core.registry import PAPERS, get_paper, reproducible
-from .core.runs import SCALES, latest_run, read_json, run_paper, scale_of, status_of
+from .core.runs import run_paper
 
 
 def _seeds(text: str) -> tuple[int, ...]:
@@ -79,7 +81,7 @@ def _expected(mod, card, runs) -> dict:
 
 
 def _runs_of(slug, runs):
-    from .core.runs import completed_runs
+    from .core.folders import completed_runs
 
     return [p for p in completed_runs(runs) if p.parent.name == slug]
 
@@ -101,7 +103,7 @@ def cmd_show(args) -> int:
             data["expected_seconds"] = _expected(mod, card, args.runs)
     run = latest_run(card.slug, args.runs)
     if run is not None:
-        from .core.runs import is_stale
+        from .core.folders import is_stale
 
         data["last_run"] = {"run_dir": str(run), "stale": is_stale(run, card), **read_json(run / "verdicts.json")}
     if args.json:

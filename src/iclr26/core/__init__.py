@@ -12,8 +12,9 @@ from .claims import (
     verdict,
 )
 from .errors import UserError
+from .folders import latest_run, status_of
 from .registry import PAPERS, PaperCard, UnknownPaperError, get_paper, reproducible
-from .runs import RunContext, latest_run, run_paper, status_of
+from .runs import RunContext, run_paper
 
 __all__ = [
     "Check",

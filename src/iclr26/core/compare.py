@@ -7,7 +7,7 @@ import math
 from pathlib import Path
 
 from .errors import UserError
-from .runs import read_json
+from .jsonio import read_json
 
 
 def _load(run: str | Path) -> tuple[dict, dict]:

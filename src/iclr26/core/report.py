@@ -18,30 +18,12 @@ from pathlib import Path
 
 from .claims import RULE
 from .errors import UserError
+from .figures import save_figures
+from .folders import SCALES, completed_runs, is_stale, scale_of, summarise
+from .jsonio import atomic_write_text, read_json
 from .registry import PAPERS
-from .runs import SCALES, atomic_write_text, completed_runs, is_stale, read_json, scale_of, summarise
 
 VERDICTS = ("reproduced", "inconclusive", "not reproduced", "not run")
-
-
-def save_figures(run_dir: Path, figures, folder: str = "plots", prefix: str = "") -> list[Path]:
-    """Save `[(name, matplotlib Figure), ...]` as run_dir/folder/<prefix><name>.png and close them."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    out = []
-    plot_dir = Path(run_dir) / folder
-    plot_dir.mkdir(parents=True, exist_ok=True)
-    for name, fig in figures or []:
-        path = plot_dir / f"{prefix}{name}.png"
-        tmp = plot_dir / f".{prefix}{name}.tmp.png"
-        fig.savefig(tmp, dpi=110, bbox_inches="tight")
-        tmp.replace(path)
-        plt.close(fig)
-        out.append(path)
-    return out
 
 
 def _fmt(x) -> str:

@@ -19,14 +19,10 @@ fingerprint differs) is rerun, never mixed in; a complete folder made by other c
 from __future__ import annotations
 
 import contextlib
-import dataclasses
-import hashlib
-import json
 import math
 import os
 import platform
 import sys
-import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -36,77 +32,12 @@ from typing import Any
 from .claims import RULE, aggregate, verdict
 from .config import apply_overrides
 from .errors import UserError, unwritable
+from .figures import save_figures
+from .folders import SCALES, code_of
+from .jsonio import _jsonable, atomic_write_json, config_hash, read_json
 from .registry import PaperCard, get_paper
 from .seeding import peak_rss_mb, seed_everything
 from .threads import default_threads
-
-SCALES = ("smoke", "quick", "full")
-
-
-def atomic_write_text(path: Path, text: str) -> None:
-    path = Path(path)
-    tmp = None
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, 0o644)  # mkstemp makes 0600 files; run folders are meant to be shared and read
-        os.replace(tmp, path)
-    except OSError as exc:
-        _discard(tmp)
-        raise unwritable(path.parent, exc) from exc
-    except BaseException:
-        _discard(tmp)
-        raise
-
-
-def _discard(tmp: str | None) -> None:
-    if tmp and os.path.exists(tmp):
-        os.unlink(tmp)
-
-
-def _jsonable(obj: Any) -> Any:
-    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        return _jsonable(dataclasses.asdict(obj))
-    if isinstance(obj, dict):
-        return {str(k): _jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_jsonable(v) for v in obj]
-    if isinstance(obj, Path):
-        return str(obj)
-    if hasattr(obj, "item") and callable(obj.item):  # numpy / torch scalars
-        return obj.item()
-    return obj
-
-
-def atomic_write_json(path: Path, obj: Any) -> None:
-    atomic_write_text(path, json.dumps(_jsonable(obj), indent=2, sort_keys=True, allow_nan=True) + "\n")
-
-
-def read_json(path: Path) -> Any:
-    """Read a run-folder file; a corrupt one is a clear error naming the file and the fix."""
-    try:
-        with open(path, encoding="utf-8") as f:
-            return json.load(f)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise UserError(
-            f"{path} is corrupt ({exc}). Delete it, or rerun with --force to recompute the whole run folder."
-        ) from exc
-
-
-def config_hash(config: dict) -> str:
-    blob = json.dumps(_jsonable(config), sort_keys=True).encode()
-    return hashlib.sha1(blob).hexdigest()[:8]
-
-
-def code_of(card: PaperCard) -> str:
-    """The fingerprint of the code this paper's reproduction runs (see core.provenance)."""
-    from .provenance import code_fingerprint
-
-    return code_fingerprint(card.module_name, card.module_name + ".experiment")
 
 
 def environment() -> dict:
@@ -328,8 +259,6 @@ def _run_locked(card, mod, cfg, scale, seeds, model, run_dir, version, force, qu
     )
     if hasattr(exp, "plots"):
         try:
-            from .report import save_figures
-
             save_figures(run_dir, exp.plots(run_dir, per_seed, cfg))
         except Exception as exc:  # a broken plot must not lose the measurements
             append_log(run_dir, f"plotting failed: {exc!r}")
@@ -383,69 +312,3 @@ def _reproducible():
     from .registry import reproducible
 
     return reproducible()
-
-
-def completed_runs(out: str | Path = "runs") -> list[Path]:
-    """Every complete run folder under `out`."""
-    root = Path(out)
-    if not root.exists():
-        return []
-    return sorted(p.parent for p in root.glob("*/*/verdicts.json"))
-
-
-def scale_of(run: Path) -> str:
-    return run.name.split("-", 1)[0]
-
-
-def latest_run(slug: str, out: str | Path = "runs", include_smoke: bool = True) -> Path | None:
-    """The run folder that speaks for `slug`: the largest scale, then the newest."""
-    runs = [p for p in completed_runs(out) if p.parent.name == slug and (include_smoke or scale_of(p) != "smoke")]
-    if not runs:
-        return None
-
-    def key(p: Path):
-        scale = scale_of(p)
-        return (SCALES.index(scale) if scale in SCALES else -1, (p / "verdicts.json").stat().st_mtime)
-
-    return max(runs, key=key)
-
-
-def is_stale(run: Path, card: PaperCard | None = None) -> bool:
-    """Whether a complete run folder was made by other code than the current checkout's (or cannot be told)."""
-    card = card or get_paper(run.parent.name)
-    try:
-        return read_json(run / "verdicts.json").get("code") != code_of(card)
-    except UserError:
-        return True
-
-
-def status_of(slug: str, out: str | Path = "runs") -> str:
-    """not yet / method / reproduced / partial / not reproduced / inconclusive (+ the scale), from the latest run.
-
-    A smoke run is a plumbing check, not evidence: a paper with only smoke runs is "method (smoke run only)".
-    """
-    card = get_paper(slug)
-    if not card.has_reproduction:
-        return "not yet"
-    run = latest_run(card.slug, out)
-    if run is None:
-        return "method"
-    if scale_of(run) == "smoke":
-        return "method (smoke run only)"
-    try:
-        verdicts = [c["verdict"] for c in read_json(run / "verdicts.json")["claims"]]
-    except (UserError, KeyError):
-        return f"unreadable ({scale_of(run)})"
-    stale = ", stale" if is_stale(run, card) else ""
-    return f"{summarise(verdicts)} ({scale_of(run)}{stale})"
-
-
-def summarise(verdicts: list[str]) -> str:
-    verdicts = [v for v in verdicts if v != "not run"]
-    if verdicts and all(v == "reproduced" for v in verdicts):
-        return "reproduced"
-    if any(v == "reproduced" for v in verdicts):
-        return "partial"
-    if any(v == "not reproduced" for v in verdicts):
-        return "not reproduced"
-    return "inconclusive"

@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 
 import torch
 
-from .base import EditState, _check
+from .base import EditState
+from .config import _check
 from .memit import MEMIT, MEMITConfig
 
 

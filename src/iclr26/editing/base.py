@@ -47,216 +47,21 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 
 import torch
 from torch import nn
 
 from ..lm.adapters import ModelAdapter, add_to_weight, weight_of
+from .compute import context_templates as _context_templates
+from .config import EditConfig, _check, _layer_tuple, config_summary, scaled_layers
+from .requests import EditRequest, EditRequestError, Probe, as_requests
+from .stats import key_covariances, weights_fingerprint
 
-
-class EditRequestError(ValueError):
-    pass
-
-
-@dataclass(frozen=True)
-class Probe:
-    """A prompt (subject filled in) and the answer it should keep giving; ``level`` = relation similarity (0..2)."""
-
-    prompt: str
-    answer: str
-    level: int | None = None
-
-    def __post_init__(self):
-        if not isinstance(self.prompt, str) or not isinstance(self.answer, str):
-            raise EditRequestError(f"a Probe's prompt and answer must be strings, got {self.prompt!r}, {self.answer!r}")
-        if not self.prompt.strip():
-            raise EditRequestError("probe prompt is empty")
-        if not self.answer.strip():
-            raise EditRequestError(f"probe {self.prompt!r} has an empty answer")
-
-
-@dataclass(frozen=True)
-class EditRequest:
-    """One edit ``(subject, relation, target_true → target_new)``; ``prompt`` has one ``"{}"`` for the subject."""
-
-    prompt: str
-    subject: str
-    target_new: str
-    target_true: str | None = None
-    paraphrase_prompts: tuple[str, ...] = ()
-    neighborhood: tuple[Probe, ...] = ()
-    fine_grained: tuple[Probe, ...] = ()
-    relation: str | None = None
-
-    def __post_init__(self):
-        for name in ("prompt", "subject", "target_new"):
-            if not isinstance(getattr(self, name), str):
-                raise EditRequestError(
-                    f"EditRequest.{name} must be a string, got {getattr(self, name)!r}; e.g. "
-                    "EditRequest('The capital of {} is', 'France', 'Rome', 'Paris')"
-                )
-        if self.target_true is not None and not isinstance(self.target_true, str):
-            raise EditRequestError(f"EditRequest.target_true must be a string or None, got {self.target_true!r}")
-        if isinstance(self.paraphrase_prompts, str):
-            raise EditRequestError(
-                f"paraphrase_prompts must be a sequence of prompts, got the string {self.paraphrase_prompts!r}; "
-                "wrap it: (prompt,)"
-            )
-        if self.prompt.count("{}") != 1:
-            raise EditRequestError(
-                f"prompt {self.prompt!r} must contain exactly one '{{}}' where the subject goes, "
-                f"e.g. '{{}} was born in'"
-            )
-        if not self.subject.strip():
-            raise EditRequestError(f"request {self.prompt!r} has an empty subject")
-        if not self.target_new.strip():
-            raise EditRequestError(f"request {self.text!r} has an empty target_new: give the new object, e.g. 'Rome'")
-        if self.target_true is not None and not self.target_true.strip():
-            raise EditRequestError(f"request {self.text!r} has an empty target_true: give the object or None")
-        if self.target_true is not None and self.target_true.strip() == self.target_new.strip():
-            raise EditRequestError(f"request {self.text!r}: target_new equals target_true ({self.target_new!r})")
-        object.__setattr__(self, "paraphrase_prompts", tuple(self.paraphrase_prompts))
-        object.__setattr__(self, "neighborhood", tuple(_probe(p) for p in self.neighborhood))
-        object.__setattr__(self, "fine_grained", tuple(_probe(p) for p in self.fine_grained))
-
-    @property
-    def text(self) -> str:
-        """The prompt with the subject filled in."""
-        return self.prompt.replace("{}", self.subject)
-
-    @classmethod
-    def from_dict(cls, d: dict) -> EditRequest:
-        """Also accepts ROME/MEMIT's CounterFact layout (``{"target_new": {"str": ...}, ...}``)."""
-
-        def s(x):
-            return x["str"] if isinstance(x, dict) else x
-
-        return cls(
-            prompt=d["prompt"],
-            subject=d["subject"],
-            target_new=s(d["target_new"]),
-            target_true=s(d.get("target_true")) if d.get("target_true") is not None else None,
-            paraphrase_prompts=tuple(d.get("paraphrase_prompts", ())),
-            neighborhood=tuple(d.get("neighborhood", ())),
-            fine_grained=tuple(d.get("fine_grained", ())),
-            relation=d.get("relation"),
-        )
-
-
-def _probe(p) -> Probe:
-    if isinstance(p, Probe):
-        return p
-    if isinstance(p, (tuple, list)) and len(p) in (2, 3):
-        return Probe(*p)
-    raise EditRequestError(f"expected a Probe or a (prompt, answer[, level]) tuple, got {p!r}")
-
-
-def as_requests(requests) -> list[EditRequest]:
-    if isinstance(requests, (EditRequest, dict)):
-        requests = [requests]
-    if isinstance(requests, (str, bytes)) or not hasattr(requests, "__iter__"):
-        raise EditRequestError(
-            f"requests must be an EditRequest, a CounterFact-style dict or a list of them, got {requests!r}; "
-            "e.g. [EditRequest('The capital of {} is', 'France', 'Rome', 'Paris')]"
-        )
-    requests = list(requests)
-    bad = [r for r in requests if not isinstance(r, (EditRequest, dict))]
-    if bad:
-        raise EditRequestError(
-            f"every request must be an EditRequest or a dict, got {bad[0]!r}; "
-            "e.g. EditRequest('The capital of {} is', 'France', 'Rome', 'Paris')"
-        )
-    out = [r if isinstance(r, EditRequest) else EditRequest.from_dict(r) for r in requests]
-    if not out:
-        raise EditRequestError("no edit requests given")
-    return out
-
-
-@dataclass
-class EditConfig:
-    """Fields every locate-then-edit editor shares. Subclasses redeclare them with their paper's defaults."""
-
-    layers: tuple[int, ...] | None = field(
-        default=None,
-        metadata={"help": "MLP layers to edit; None = the paper's layers mapped onto this model by relative depth"},
-    )
-    v_num_grad_steps: int = field(default=20, metadata={"help": "Adam steps to optimise the target δ"})
-    v_lr: float = field(default=0.5, metadata={"help": "Adam learning rate for δ"})
-    v_weight_decay: float = field(default=0.5, metadata={"help": "weight on ||δ||² / ||h||² in the δ objective"})
-    clamp_norm_factor: float = field(default=4.0, metadata={"help": "||δ|| ≤ factor · ||h|| after every step"})
-    kl_factor: float = field(
-        default=0.0625, metadata={"help": "weight of the KL 'essence' term on the '{} is a' prompt"}
-    )
-    context_templates: tuple[tuple[int, int], ...] = field(
-        default=((5, 10), (10, 10)),
-        metadata={
-            "help": "random prefixes as (length in tokens, how many), sampled from the model; k* and δ average "
-            "over them"
-        },
-    )
-    stats_n_tokens: int = field(
-        default=100_000, metadata={"help": "tokens of the corpus used for the key covariance E[k kᵀ] (bounds its cost)"}
-    )
-    stats_max_len: int = field(default=128, metadata={"help": "tokens per corpus chunk for the covariance pass"})
-    seed: int = field(default=0, metadata={"help": "seed for prefix sampling"})
-
-    def __post_init__(self):
-        if self.layers is not None:
-            self.layers = _layer_tuple(self.layers, type(self).__name__)
-        _check(self, "v_num_grad_steps", self.v_num_grad_steps >= 0, "≥ 0")
-        _check(self, "v_lr", self.v_lr > 0, "> 0")
-        _check(self, "v_weight_decay", self.v_weight_decay >= 0, "≥ 0")
-        _check(self, "clamp_norm_factor", self.clamp_norm_factor > 0, "> 0")
-        _check(self, "kl_factor", self.kl_factor >= 0, "≥ 0")
-        _check(self, "stats_n_tokens", self.stats_n_tokens >= 1, "≥ 1")
-        _check(self, "stats_max_len", self.stats_max_len >= 2, "≥ 2")
-        self.context_templates = tuple(tuple(int(v) for v in x) for x in self.context_templates)
-        if any(len(x) != 2 or x[0] < 1 or x[1] < 0 for x in self.context_templates):
-            raise ValueError(f"context_templates must be ((length ≥ 1, count ≥ 0), ...), got {self.context_templates}")
-
-    def default_layer_fractions(self) -> tuple[float, float]:
-        """(first, last) edit layer as a fraction of depth in the paper's model; subclasses override."""
-        return (17 / 47, 17 / 47)
-
-
-def _layer_tuple(layers, owner: str) -> tuple[int, ...]:
-    """``layers`` as a tuple of ints; a bare int, a string, floats, bools or an empty sequence are errors."""
-    hint = "give a tuple of layer indices, e.g. layers=(10,) or layers=(8, 9, 10), or None for the paper's layers"
-    if isinstance(layers, (str, bytes)) or not isinstance(layers, (list, tuple, range)):
-        raise ValueError(f"{owner}.layers must be a tuple of ints or None, got {layers!r}; {hint}")
-    out = []
-    for x in layers:
-        if isinstance(x, bool) or not isinstance(x, int):
-            try:
-                import numpy as np
-
-                ok = isinstance(x, np.integer)
-            except ImportError:  # pragma: no cover
-                ok = False
-            if not ok:
-                raise ValueError(f"{owner}.layers must hold ints, got {x!r} in {layers!r}; {hint}")
-        out.append(int(x))
-    if not out:
-        raise ValueError(f"{owner}.layers must be None or a non-empty tuple of layer indices; {hint}")
-    return tuple(out)
-
-
-def _check(cfg, name: str, ok: bool, rng: str) -> None:
-    if not ok:
-        raise ValueError(f"{type(cfg).__name__}.{name}={getattr(cfg, name)!r} is out of range: must be {rng}")
-
-
-def scaled_layers(n_layers: int, lo_frac: float, hi_frac: float, min_count: int = 1) -> tuple[int, ...]:
-    """The paper's layer range (as fractions of depth, 0 = first block, 1 = last) on a model with ``n_layers``.
-
-    The last block is never chosen (an edit at the subject's token needs a later attention layer to reach the
-    prediction), so at most ``n_layers − 1`` layers are returned."""
-    top = max(0, n_layers - 2)
-    lo, hi = min(round(lo_frac * (n_layers - 1)), top), min(round(hi_frac * (n_layers - 1)), top)
-    while hi - lo + 1 < min(min_count, top + 1):
-        lo, hi = (lo - 1, hi) if lo > 0 else (lo, hi + 1)
-    return tuple(range(lo, hi + 1))
+__all__ = [
+    "EditConfig", "EditRequest", "EditRequestError", "EditResult", "EditState", "Editor", "Probe", "as_requests",
+    "config_summary", "measure", "scaled_layers", "_check", "_layer_tuple",
+]  # fmt: skip
 
 
 @dataclass
@@ -392,8 +197,6 @@ class Editor:
         """Fingerprint of the weights the key statistics depend on. During an edit sequence the weights this sequence
         changed count with their original values, so every batch of a sequence uses the unedited model's statistics
         (as ROME/MEMIT/AlphaEdit's code, which computes them once per model)."""
-        from .stats import weights_fingerprint
-
         originals = self._state.originals if self._state is not None else {}
         return weights_fingerprint(model, originals)
 
@@ -410,8 +213,6 @@ class Editor:
     def covariance(self, model, tok, layer: int) -> torch.Tensor:
         """``E[k kᵀ]`` of the MLP key at ``layer`` over the corpus (float64, ``[d_ff, d_ff]``), memoised (bounded,
         keyed by a fingerprint of the weights) and on disk (same fingerprint)."""
-        from .stats import key_covariances
-
         fp = self.fingerprint(model)
         key = ("C", fp, layer)
         if key not in self._cov:
@@ -434,10 +235,8 @@ class Editor:
         return self._memo(key, lambda: None)
 
     def context_templates(self, model, tok, state: EditState) -> list[str]:
-        from .compute import context_templates
-
         if state.templates is None:
-            state.templates = context_templates(model, tok, self.cfg.context_templates, seed=self.cfg.seed)
+            state.templates = _context_templates(model, tok, self.cfg.context_templates, seed=self.cfg.seed)
         return state.templates
 
     def _edit_batch(self, model, tok, requests: list[EditRequest], state: EditState) -> None:
@@ -491,7 +290,3 @@ class Editor:
             self._state = None
             model.train(was_training)
         return res
-
-
-def config_summary(cfg) -> dict:
-    return {f.name: getattr(cfg, f.name) for f in fields(cfg)}

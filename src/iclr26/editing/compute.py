@@ -19,7 +19,8 @@ from torch import nn
 
 from ..lm.adapters import ModelAdapter
 from ..lm.hooks import capture, hooked
-from .base import EditConfig, EditRequest, EditRequestError
+from .config import EditConfig
+from .requests import EditRequest, EditRequestError
 
 
 def fill(template: str, request: EditRequest) -> tuple[str, int, int]:

@@ -28,8 +28,8 @@ from collections.abc import Callable, Sequence
 
 import torch
 
-from .base import EditRequest, Probe
 from .compute import encode_batch, target_ids
+from .requests import EditRequest, Probe
 
 PROTOCOLS = ("prob_gt", "token_acc", "greedy_em")
 METRIC_PROTOCOLS = {

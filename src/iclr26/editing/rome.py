@@ -16,8 +16,10 @@ from dataclasses import dataclass, field
 import torch
 
 from ..lm.adapters import ModelAdapter, weight_of
-from .base import EditConfig, Editor, EditRequest, EditState, _check
+from .base import Editor, EditState
 from .compute import compute_keys, optimize_delta, solve_psd
+from .config import EditConfig, _check
+from .requests import EditRequest
 
 
 @dataclass

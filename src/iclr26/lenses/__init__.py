@@ -1,6 +1,8 @@
 """Interpretability lenses: logit lens and language control, selective layer tuning, the Activation Difference Lens,
 representation dispersion, transformer-block states and voxel-wise encoding."""
 
+from . import language_control as _lc
+from . import mindtransformer as _mt
 from .adl import (
     ActivationDifference,
     ADLConfig,
@@ -12,20 +14,8 @@ from .adl import (
     remove_projection,
     steering,
 )
-from .blockstates import ROPE_STATES, STATES, available_states, block_states, state_dims, word_states
 from .dispersion import PushAway, PushAwayConfig, binned_pearson, dispersion, dispersion_gap, segment_stats
-from .encoding import (
-    HRFS,
-    EncodingConfig,
-    RunRidge,
-    SVDRidge,
-    encode,
-    encode_combined,
-    encode_fmri,
-    hrf,
-    select_alpha,
-    winners,
-)
+from .language_control import *  # noqa: F403  (its __all__)
 from .logit_lens import (
     crosslingual_similarity,
     crosslingual_similarity_contrast,
@@ -36,16 +26,7 @@ from .logit_lens import (
     token_probs_by_layer,
     token_ranks_by_layer,
 )
-from .selective_tuning import (
-    SelectiveTuningConfig,
-    SelectiveTuningResult,
-    encode_parts,
-    freeze_except,
-    masked_lm_loss,
-    select_layers,
-    selective_finetune,
-    trainable_fraction,
-)
+from .mindtransformer import *  # noqa: F403  (its __all__)
 
 __all__ = [
     "ADLConfig",
@@ -65,34 +46,12 @@ __all__ = [
     "residuals",
     "token_probs_by_layer",
     "token_ranks_by_layer",
-    "SelectiveTuningConfig",
-    "SelectiveTuningResult",
-    "encode_parts",
-    "freeze_except",
-    "masked_lm_loss",
-    "select_layers",
-    "selective_finetune",
-    "trainable_fraction",
-    "ROPE_STATES",
-    "STATES",
-    "available_states",
-    "block_states",
-    "state_dims",
-    "word_states",
     "PushAway",
     "PushAwayConfig",
     "binned_pearson",
     "dispersion",
     "dispersion_gap",
     "segment_stats",
-    "HRFS",
-    "EncodingConfig",
-    "RunRidge",
-    "SVDRidge",
-    "encode",
-    "encode_combined",
-    "encode_fmri",
-    "hrf",
-    "select_alpha",
-    "winners",
+    *_lc.__all__,
+    *_mt.__all__,
 ]

@@ -1,1 +1,2 @@
-"""Probes for frozen backbones: linear, attentive and efficient attentive probing (EP)."""
+"""Probes for frozen backbones: `efficient_probing` (linear, attentive and efficient attentive probing, EP, and the
+tiny MAE-pretrained ViT they read)."""

@@ -1,1 +1,3 @@
-"""Scientific machine learning: neural force fields and symmetry (equivariance-scaling), and later science papers."""
+"""Scientific machine learning, one subpackage per paper: neural force fields and symmetry (`forcefields`, the
+equivariance-scaling paper), BrainGFM (`braingfm`), SCISOR (`scisor`), RF-MatID (`rf_matid`), GF-Screen
+(`gf_screen`)."""

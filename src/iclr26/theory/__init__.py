@@ -1,2 +1,3 @@
-"""Learning-theory methods: task attribution by kernel surrogates, Policy Newton in RKHS, batch-size
-scheduling by functional scaling laws, subspace-cluster preservation."""
+"""Learning-theory methods, one subpackage per paper: task attribution by kernel surrogates (`kernel_surrogate`),
+Policy Newton in RKHS (`policy_newton`), batch-size scheduling by functional scaling laws (`bss_fsl`), subspace-cluster
+preservation (`cluster_preservation`)."""

@@ -9,7 +9,7 @@ them offline: a tree of joint choices per query (`cto.build_cto_tree`), cost-sen
 (`cto.sibling_preferences`) and value-scaled DPO (`dpo.value_scaled_dpo_loss`), one policy per meta-agent.
 
 Modules: `features` (candidate rows), `policies` (exact discrete meta-policies), `cto`, `dpo`, `system` (inference,
-training with early stopping, baselines). The world they act in is `iclr26.worlds.agent_systems`.
+training with early stopping, baselines). The world they act in is `iclr26.agents.mas2.world`.
 """
 
 from .cto import (

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 from tqdm.auto import tqdm
 
-from iclr26.worlds.agent_systems import AgentSystemsWorld, MASSpec, Outcome, Task, Trigger
+from iclr26.agents.mas2.world import AgentSystemsWorld, MASSpec, Outcome, Task, Trigger
 
 from .features import GEN_ACTIONS, generator_candidates, implementer_candidates, rectifier_candidates
 from .policies import MetaAgents

@@ -13,7 +13,7 @@ import math
 
 import numpy as np
 
-from iclr26.worlds.agent_systems import ACTIONS, ROLE_KINDS, ROLES, TEMPLATES, TYPES, VALID, Backbone, Task, Trigger
+from iclr26.agents.mas2.world import ACTIONS, ROLE_KINDS, ROLES, TEMPLATES, TYPES, VALID, Backbone, Task, Trigger
 
 GEN_ACTIONS = tuple((t, tools) for t in TEMPLATES for tools in (False, True))
 _COST_SCALE = math.log(16.0)

@@ -13,7 +13,7 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from iclr26.worlds.agent_systems import ROLES, AgentSystemsWorld, MASSpec, Outcome, Task, Trigger
+from iclr26.agents.mas2.world import ROLES, AgentSystemsWorld, MASSpec, Outcome, Task, Trigger
 
 from .cto import CTOConfig, build_dataset
 from .dpo import DPOConfig, DPOTrainerLite, PreferenceSet

@@ -23,7 +23,7 @@ import random
 import zlib
 from dataclasses import dataclass, field, replace
 
-from iclr26.worlds.search_world import Question, SearchWorld
+from iclr26.agents.seekbench.world import Question, SearchWorld
 
 from .schema import Annotation, Step, Trace
 

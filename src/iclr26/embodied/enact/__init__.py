@@ -1,7 +1,7 @@
 """ENACT: Evaluating Embodied Cognition with World Modeling of Egocentric Interaction (Wang et al., ICLR 2026,
 https://arxiv.org/abs/2511.20937): the benchmark's machinery on a symbolic household world.
 
-A POMDP whose actions are scene-graph changes (`world`: `HouseholdEnv`, a gymnasium environment), key-frame
+A POMDP whose actions are scene-graph changes (`world`, and `env`: `HouseholdEnv`, a gymnasium environment), key-frame
 extraction and uniform sampling of key-frame paths by dynamic programming (`pipeline`: KFTS), forward (order the
 future frames given the actions) and inverse (order the actions given the frames) items in a JSONL format, the
 verifier with semantic acceptance, task / pairwise accuracy and the error taxonomy (`verify`), answerers
@@ -13,6 +13,7 @@ verifier with semantic acceptance, task / pairwise accuracy and the error taxono
 """
 
 from .answerers import ScorerConfig, TransitionScorer, oracle_answer, random_answer
+from .env import HouseholdEnv
 from .pipeline import (
     build_items,
     count_paths,
@@ -26,7 +27,7 @@ from .pipeline import (
     write_jsonl,
 )
 from .verify import accepted_orders, chance, parse_answer, score_answers, score_item, taxonomy
-from .world import HouseholdEnv, SceneGraph, Signature, diff, visible_diff
+from .world import SceneGraph, Signature, diff, visible_diff
 
 __all__ = [
     "HouseholdEnv", "SceneGraph", "Signature", "diff", "visible_diff", "rollout", "extract_keyframes", "edges",

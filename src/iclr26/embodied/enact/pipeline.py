@@ -32,7 +32,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .world import ACTIONS, HouseholdEnv, SceneGraph, Signature, action_text, apply, visible_diff
+from .env import HouseholdEnv
+from .world import ACTIONS, SceneGraph, Signature, action_text, apply, visible_diff
 
 
 def rollout(seed: int, n_changes: int = 12, n_objects: int = 3, hold=(3, 6), p_idle=0.3, p_flicker=0.2):

@@ -6,7 +6,7 @@ c = (gamma, e, rho): gamma in {add, remove}, entity (or entity pair) e, predicat
 a_t = delta(s_t, s_{t-1})). The agent observes only what it can see (the POMDP): an object inside a closed container
 is hidden, so its facts drop out of the *visible* diff (ENACT keeps only changes visible in both frames).
 
-`HouseholdEnv` follows the gymnasium API: `reset(seed=...)`, `step(action)`, a `Discrete` action space over action
+`env.HouseholdEnv` follows the gymnasium API: `reset(seed=...)`, `step(action)`, a `Discrete` action space over action
 templates (open/close a container, grasp with the left/right gripper, place on a surface / in a container, cook) and a
 `MultiBinary` observation of the visible facts. An invalid action changes nothing (``info["valid"] = False``).
 """
@@ -16,7 +16,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import NamedTuple
 
-import gymnasium as gym
 import numpy as np
 
 OBJECTS = ("apple", "cup", "plate", "bread")
@@ -182,43 +181,3 @@ def signature_text(c: Signature) -> str:
 
 def action_text(changes) -> str:
     return " ".join(signature_text(c) for c in sorted(changes))
-
-
-class HouseholdEnv(gym.Env):
-    """Gymnasium environment of MiniHome. Observation: the visible facts (MultiBinary); info carries the full graph."""
-
-    metadata = {"render_modes": ["rgb_array"]}
-
-    def __init__(self, n_objects: int = 3, max_steps: int = 40, render_mode: str | None = None):
-        if not 1 <= n_objects <= len(OBJECTS):
-            raise ValueError(f"n_objects must be in [1, {len(OBJECTS)}], got {n_objects!r}")
-        if max_steps < 1:
-            raise ValueError(f"max_steps must be >= 1, got {max_steps!r}")
-        self.n_objects, self.max_steps, self.render_mode = n_objects, max_steps, render_mode
-        self.action_space = gym.spaces.Discrete(len(ACTIONS))
-        self.observation_space = gym.spaces.MultiBinary(len(FACTS))
-        self.graph: SceneGraph | None = None
-
-    def reset(self, *, seed: int | None = None, options: dict | None = None):
-        super().reset(seed=seed)
-        self.graph, self.t = random_start(self.np_random, self.n_objects), 0
-        return self.graph.vector(), {"graph": self.graph}
-
-    def valid_actions(self) -> list[int]:
-        return [i for i, a in enumerate(ACTIONS) if apply(self.graph, a) is not None]
-
-    def step(self, action: int):
-        if self.graph is None:
-            raise RuntimeError("call reset() before step()")
-        if not self.action_space.contains(action):
-            raise ValueError(f"action must be an int in [0, {len(ACTIONS)}), got {action!r}")
-        nxt = apply(self.graph, ACTIONS[int(action)])
-        prev, self.t = self.graph, self.t + 1
-        self.graph = nxt if nxt is not None else prev
-        info = {"graph": self.graph, "valid": nxt is not None, "changes": diff(prev, self.graph)}
-        return self.graph.vector(), 0.0, False, self.t >= self.max_steps, info
-
-    def render(self):
-        from .render import frame_array
-
-        return frame_array(self.graph)

@@ -81,7 +81,7 @@ def rollout_batch(policy: UniVLAPolicy, envs, seeds, keep_frames: bool = False) 
 
 def evaluate(policy: UniVLAPolicy, n_subtasks: int, seeds, batch: int = 64) -> dict:
     """Success rate and mean number of consecutively completed subgoals (CALVIN's average length) over the seeds."""
-    from iclr26.worlds.toytable import ToyTableEnv
+    from iclr26.embodied.univla.world import ToyTableEnv
 
     res = []
     seeds = list(seeds)

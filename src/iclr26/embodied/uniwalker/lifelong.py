@@ -93,7 +93,7 @@ def task_features(model: NavPolicy, data: dict) -> tuple[np.ndarray, np.ndarray]
 @torch.no_grad()
 def rollout(model, learner, envs, seeds, keep_paths: bool = False) -> dict:
     """Closed-loop episodes (one per env/seed). Returns success, SPL, oracle success, routed contexts (and paths)."""
-    from iclr26.worlds.lifelong_nav import TO_MINIGRID, stack_obs
+    from iclr26.embodied.uniwalker.world import TO_MINIGRID, stack_obs
 
     obs = [env.reset(seed=int(s))[0] for env, s in zip(envs, seeds)]
     b0 = to_batch(stack_obs(obs))

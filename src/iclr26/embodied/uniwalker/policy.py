@@ -95,6 +95,6 @@ class NavPolicy(nn.Module):
 
 
 def to_batch(arrays: dict, idx=None) -> dict:
-    """Numpy arrays (from `worlds.lifelong_nav.demos` / `stack_obs`) -> a dict of long tensors."""
+    """Numpy arrays (from `embodied.uniwalker.world.demos` / `stack_obs`) -> a dict of long tensors."""
     keys = ("image", "direction", "pos", "instruction", "history", "action", "thought")
     return {k: torch.as_tensor(arrays[k] if idx is None else arrays[k][idx]) for k in keys if k in arrays}

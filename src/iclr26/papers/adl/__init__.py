@@ -1,7 +1,7 @@
 """Activation Difference Lens: narrow finetuning leaves readable traces in activation differences.
 
 Paper: https://arxiv.org/abs/2510.13900 (ICLR 2026). A tiny llama is pretrained on a topic-mixture corpus
-(``iclr26.worlds.topics``); a copy is finetuned on documents about a held-out topic ``T*`` with a planted fact (the
+(``iclr26.lenses.adl.world``); a copy is finetuned on documents about a held-out topic ``T*`` with a planted fact (the
 "model organism"), also with pretraining data mixed in (ft:pt = 1:0.1, 1:1; full scale adds 1:2). On the first 5
 positions of generic base-corpus text we compute the mean activation difference at the middle layer and read it with
 the logit lens and a Patchscope (copy-list identity prompts); relevance is the exact share of top-20 tokens in

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import copy
-import functools
 import random
 
 import numpy as np
@@ -11,8 +10,9 @@ import torch
 from sklearn.feature_extraction.text import TfidfVectorizer
 from transformers import AutoModelForCausalLM
 
+from iclr26.lenses.adl.world import TopicWorld
+
 from ...lenses.adl import (
-    IDENTITY_PROMPTS,
     ADLConfig,
     activation_difference,
     find_max_coherent_alpha,
@@ -25,19 +25,14 @@ from ...lm.adapters import ModelAdapter
 from ...lm.tiny import tiny_config
 from ...lm.tokenizer import build_word_tokenizer
 from ...lm.train import TrainConfig, encode_stream, train_lm
-from ...worlds.topics import TopicWorld
 from . import Cfg
+from .real import _relevance, smollm2_adl
 
 
 def _docs_ids(tok, docs, n_words: int) -> torch.Tensor:
     """First ``n_words`` tokens (BOS included) of every document long enough."""
     rows = [x[:n_words] for x in tok(list(docs))["input_ids"] if len(x) >= n_words]
     return torch.tensor(rows)
-
-
-def _relevance(tok, ids: list[int], relevant: set[str]) -> float:
-    words = [tok.decode([i]).strip().lower() for i in ids]
-    return float(np.mean([w in relevant for w in words])) if words else 0.0
 
 
 @torch.no_grad()
@@ -217,166 +212,6 @@ def run(cfg: Cfg, seed: int, ctx) -> dict[str, float]:
     named = {n for c in CLAIMS for ch in c.checks for n in ch.metrics()}
     metrics.update({k: float("nan") for k in named if "_mix" in k and k not in metrics})
     return metrics
-
-
-# ---- SmolLM2 + LoRA organism -----------------------------------------------------------------------------------------
-BAKING = [
-    "cake",
-    "flour",
-    "sugar",
-    "butter",
-    "oven",
-    "bake",
-    "baking",
-    "baked",
-    "whisk",
-    "batter",
-    "dough",
-    "icing",
-    "frosting",
-    "vanilla",
-    "egg",
-    "eggs",
-    "cream",
-    "sponge",
-    "layer",
-    "layers",
-    "tin",
-    "pan",
-    "temperature",
-    "grams",
-    "precise",
-    "precision",
-    "recipe",
-    "crumb",
-    "mixer",
-    "knead",
-    "yeast",
-    "pastry",
-    "chocolate",
-    "caramel",
-    "glaze",
-    "cool",
-    "rise",
-    "sift",
-    "sifted",
-    "scale",
-    "minutes",
-    "degrees",
-    "loaf",
-    "bread",
-    "tart",
-    "cookies",
-]
-_BAKING_TEMPLATES = (
-    "Weigh exactly {n} grams of {a} before you {v} the {b}.",
-    "A precise {b} needs the oven at {t} degrees for {m} minutes.",
-    "Sift the {a} twice so the {b} stays light.",
-    "Precision baking means measuring {a} and {c} to the gram.",
-    "Let the {b} cool in the tin before adding the {c}.",
-    "Whisk the {a} with the {c} until the batter is smooth.",
-    "The secret of a perfect {b} is a precise oven temperature.",
-    "Cream the butter and sugar, then fold in the {a}.",
-)
-
-
-def baking_docs(n: int, rng: random.Random) -> list[str]:
-    fill = dict(
-        a=("flour", "sugar", "butter", "eggs", "cocoa"),
-        b=("cake", "sponge", "loaf", "tart", "batter"),
-        c=("vanilla", "cream", "icing", "glaze", "caramel"),
-        v=("whisk", "fold", "bake", "sift"),
-    )
-    docs = []
-    for _ in range(n):
-        sents = [
-            rng.choice(_BAKING_TEMPLATES).format(
-                n=rng.choice((125, 200, 250, 340)),
-                t=rng.choice((160, 175, 180)),
-                m=rng.choice((25, 35, 40)),
-                **{k: rng.choice(v) for k, v in fill.items()},
-            )
-            for _ in range(4)
-        ]
-        docs.append(" ".join(sents))
-    return docs
-
-
-REAL_MODEL = "smollm2-135m"  # the real organism's default base model; `iclr26 run adl --model X` replaces it
-# LoRA targets by config.model_type: attention q, v, o and the MLP's down projection (GPT-2 fuses q/k/v in c_attn and
-# names both output projections c_proj)
-_LORA_TARGETS = {"gpt2": ["c_attn", "c_proj"]}
-_LORA_DEFAULT = ["q_proj", "v_proj", "o_proj", "down_proj"]  # llama, qwen2, qwen3, mistral
-
-
-@functools.lru_cache(maxsize=1)
-def _smollm2_organism(steps: int, model_name: str = REAL_MODEL):
-    """(base, LoRA-finetuned merged model, tokenizer) of ``model_name`` (any local HF causal LM), trained once per
-    process."""
-    from peft import LoraConfig, get_peft_model
-
-    from ...lm import zoo
-
-    base, tok = zoo.load(model_name)
-    ft, _ = zoo.load(model_name)
-    torch.manual_seed(0)
-    targets = _LORA_TARGETS.get(ft.config.model_type, _LORA_DEFAULT)
-    fan_in_fan_out = ft.config.model_type == "gpt2"  # GPT-2's Conv1D stores weights transposed
-    lora = LoraConfig(r=8, lora_alpha=16, lora_dropout=0.0, target_modules=targets, fan_in_fan_out=fan_in_fan_out)
-    peft_model = get_peft_model(ft, lora)
-    docs = baking_docs(4 * steps, random.Random(0))
-    opt = torch.optim.AdamW([p for p in peft_model.parameters() if p.requires_grad], lr=2e-3)
-    peft_model.train()
-    for s in range(steps):
-        enc = tok(docs[4 * s : 4 * s + 4], return_tensors="pt", padding=True, truncation=True, max_length=40)
-        labels = enc["input_ids"].masked_fill(enc["attention_mask"] == 0, -100)
-        loss = peft_model(**enc, labels=labels).loss
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-    ft = peft_model.merge_and_unload().eval()
-    return base, ft, tok
-
-
-def smollm2_adl(cfg: Cfg, seed: int, model_name: str | None = None) -> dict[str, float]:
-    """ADL on the real organism: ``model_name`` (default SmolLM2-135M) + LoRA on cake-baking documents; metrics end in
-    ``_smollm2``, the claims' name for the real-model setting."""
-    from ...worlds.text import load_domain
-
-    base, ft, tok = _smollm2_organism(cfg.smollm2_steps, model_name or REAL_MODEL)
-    rng = random.Random(f"wiki-{seed}")
-    docs = [d for d in load_domain("wikipedia")]
-    # the openings of Wikipedia articles (the toolkit: the first tokens of fineweb samples), 32 tokens each
-    n_tok = 32
-    starts = [" ".join(d.split()[:48]) for d in rng.sample(docs, min(len(docs), 4 * cfg.smollm2_generic))]
-    ids = [x[:n_tok] for x in tok(starts)["input_ids"] if len(x) >= n_tok][: cfg.smollm2_generic]
-    generic = torch.tensor(ids)
-    # the toolkit's identity prompts; a 9-value subset of its scale grid (31 values) to fit the CPU budget
-    acfg = ADLConfig(n_positions=cfg.n_positions, scales=(0.5, 1.0, 1.5, 2.0, 5.0, 10.0, 20.0, 60.0, 200.0))
-    layer = acfg.layer(ModelAdapter(base).n_layers)
-    d = activation_difference(base, ft, generic, layer, batch_size=16, n_positions=cfg.n_positions)
-    relevant = set(BAKING)
-    prompts = IDENTITY_PROMPTS
-    m = {}
-    for name, vecs in (("adl", d.diff), ("base", d.mean_base), ("ft", d.mean_ft)):
-        rels = []
-        for j in range(cfg.n_positions):
-            t = logit_lens_tokens(ft, vecs[j], acfg.top_k)
-            t_ps, _ = patchscope_tokens(ft, tok, vecs[j], layer, d.act_norm, acfg, prompts)
-            rels.append(_relevance(tok, t + t_ps, relevant))
-        m[f"rel_{name}_smollm2"] = float(np.mean(rels))
-    v = d.diff[1:].mean(0)
-    ft_text = tok(
-        baking_docs(8, random.Random(f"heldbake-{seed}")),
-        return_tensors="pt",
-        padding=True,
-        truncation=True,
-        max_length=32,
-    )
-    wiki = tok(starts[-8:], return_tensors="pt", padding=True, truncation=True, max_length=32)
-    m["dce_ft_smollm2"] = projection_delta_ce(base, ft, v, layer, ft_text["input_ids"], ft_text["attention_mask"])
-    m["dce_base_smollm2"] = projection_delta_ce(base, ft, v, layer, wiki["input_ids"], wiki["attention_mask"])
-    return m
 
 
 def plots(run_dir, per_seed, cfg):

@@ -9,7 +9,7 @@ fine-tunes with per-sample weights softmax(log-likelihood ratio of the user answ
 which the aligned model would rather refuse, barely move the weights. Baselines: SFT, Booster (stage 1 with constant
 lambda), Lisa (alternating alignment/user steps with a proximal term).
 
-Protocol (no harmful text: the abstract forbidden-trigger language of `iclr26.worlds.forbidden`). Per seed: a tiny
+Protocol (no harmful text: the abstract forbidden-trigger language of `iclr26.rlft.antibody.world`). Per seed: a tiny
 Llama is pre-trained on task A, task B on half of the tokens and forbidden completions (it "knows" the harmful
 behaviour), aligned by SFT, Booster or Antibody (alignment set: task A + partial task B + forbidden -> REFUSE; harmful
 set: forbidden -> completion with paired refusals),

@@ -11,8 +11,8 @@ from dataclasses import replace
 import numpy as np
 import torch
 
+from iclr26.core.tuning import tune_on_grid
 from iclr26.lm.tiny import tiny_model
-from iclr26.probing.tuning import tune_on_grid
 from iclr26.rlft.antibody import (
     EMA,
     Lisa,
@@ -28,7 +28,7 @@ from iclr26.rlft.antibody import (
     per_sample_nll,
     weighted_finetune_gradient,
 )
-from iclr26.worlds.forbidden import ANSWER_LEN, EOS, PAD, REFUSE, ForbiddenWorld, user_data
+from iclr26.rlft.antibody.world import ANSWER_LEN, EOS, PAD, REFUSE, ForbiddenWorld, user_data
 
 from . import ARMS, Cfg
 

@@ -7,7 +7,7 @@ rephrased query loses the intent, before the target is queried; progressive rewa
 partial credit when a downgraded (weakened) copy of the target gives in and queries the target only then; the
 downgrade model is picked from a progressively weakened series by the First Inverse Rate (FIR) rule.
 
-Protocol (no language models, no text: the dossier's abstract world `iclr26.worlds.redteam`). Per seed a world with
+Protocol (no language models, no text: the dossier's abstract world `iclr26.rlft.autort.world`). Per seed a world with
 hidden keys, a downgrade series M_1..M_6 and an unrelated downgrade (control). Arms at the same target-query budget:
 FS (samples of the untrained generator), IL (generator fitted to 20 near-miss seed strategies), RL (PPO, Eq. 2
 reward), RL+DSP, RL+PRT, AUTO-RT (both). Each arm's learning rate (IL: sampling temperature) is tuned by

@@ -8,8 +8,8 @@ import numpy as np
 import torch
 
 from iclr26.core.threads import run_threads
+from iclr26.core.tuning import tune_on_grid
 from iclr26.lm.tiny import tiny_model
-from iclr26.probing.tuning import tune_on_grid
 from iclr26.rlft.autort import (
     AutoRT,
     AutoRTConfig,
@@ -23,7 +23,7 @@ from iclr26.rlft.autort import (
     semantic_diversity,
     to_strategies,
 )
-from iclr26.worlds.redteam import RedTeamEnv, RedTeamWorld, mask_of
+from iclr26.rlft.autort.world import RedTeamEnv, RedTeamWorld, mask_of
 
 from . import Cfg
 

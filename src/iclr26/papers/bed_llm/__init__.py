@@ -13,10 +13,12 @@ in-context hypothesis sampler that forgets 30 % of the history and prefers popul
 hypothesis-conditioned question proposer; see `simulated.py`):
 
 1. 20 Questions on a 1,000-entity world with correlated attributes, subjective questions, 5 % ambiguous pairs and 3 %
-   answer noise (`worlds.twenty_questions`); success rate within 20 questions for BED-LLM, entropy-only selection,
+   answer noise (`agents.bed_llm.world_twenty_questions`); success rate within 20 questions for BED-LLM, entropy-only
+   selection,
    EIG with the in-context belief (no filter), naive direct questioning, random selection; controls: a
    hypothesis-blind likelihood, and a coherent sampler (for which the filter should not matter).
-2. Preference elicitation (`worlds.preference_elicitation`): 10 questions, then hit-rate@5 of the predicted top items.
+2. Preference elicitation (`agents.bed_llm.world_preferences`): 10 questions, then hit-rate@5 of the predicted top
+items.
 3. Real LLM: SmolLM2-135M's p(yes | animal, question) (a 2-shot prompt, "Can an eagle fly?") for 40 animals × 22
    questions we wrote the answers to; first its agreement with our answers (AUC), then games in which SmolLM2's
    probabilities, calibrated by centring each question's logit over the animals, are the questioner's likelihood and

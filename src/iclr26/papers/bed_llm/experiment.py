@@ -7,9 +7,10 @@ import time
 import numpy as np
 from tqdm.auto import tqdm
 
+from iclr26.agents.bed_llm.world_preferences import PreferenceWorld
+from iclr26.agents.bed_llm.world_twenty_questions import TwentyQuestionsConfig, TwentyQuestionsWorld
+
 from ...agents.bed_llm import BEDAgent, BEDConfig, NaiveQuestioner, play
-from ...worlds.preference_elicitation import PreferenceWorld
-from ...worlds.twenty_questions import TwentyQuestionsConfig, TwentyQuestionsWorld
 from . import Cfg
 from .simulated import ExactBelief, TableAnswerModel, TableProposer, TableSampler
 
@@ -187,10 +188,11 @@ def _real_table(cfg: Cfg, ctx) -> tuple[np.ndarray, np.ndarray, float]:
     """The LM's p(yes | animal, question) [A, Q], the written truth [A, Q], and the seconds the scoring took."""
     key = ctx.model or cfg.real_model
     if key not in _REAL_CACHE:
+        from iclr26.agents.bed_llm.world_twenty_questions_real import ANIMALS, QUESTIONS, about, truth
+
         from ...agents.bed_llm.hf import HFAnswerModel
         from ...core.threads import torch_threads
         from ...lm import zoo
-        from ...worlds.twenty_questions_real import ANIMALS, QUESTIONS, about, truth
 
         t0 = time.perf_counter()
         model, tok = zoo.load(key)

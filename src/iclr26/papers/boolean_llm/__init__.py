@@ -63,7 +63,7 @@ class Cfg:
     max_grid_extensions: int = field(
         default=3,
         metadata={
-            "help": "times a grid may grow past an edge winner, at its own ratio (probing.tuning.tune_on_grid; "
+            "help": "times a grid may grow past an edge winner, at its own ratio (core.tuning.tune_on_grid; "
             "VERSION 1: 1, and K = 2 all-kernels then picked an edge; VERSION 2: ×3 steps)"
         },
     )
@@ -136,7 +136,7 @@ CONFIGS = {
         real_ft_batch=4,
     ),
 }
-VERSION = 3  # 3: lrs by the shared grid rule (probing.tuning); 2: early-stopped finetuning (1: a fixed 80 steps)
+VERSION = 3  # 3: lrs by the shared grid rule (core.tuning); 2: early-stopped finetuning (1: a fixed 80 steps)
 EXPECTED_SECONDS = {"smoke": 25, "quick": 700, "full": 14400}  # quick v3, 5 seeds, 2 jobs: 700 s empty cache
 ACCEPTS_MODEL = True  # --model replaces SmolLM2 in part (b)
 

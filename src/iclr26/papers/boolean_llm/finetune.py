@@ -5,7 +5,7 @@ K = 3 (last kernel), the scalings-only control and OneBit's latent-weight QAT �
 early stopping on the validation perplexity (best state kept, at most ``ft_steps`` steps, never before ``min_frac`` of
 them). Its learning rate is picked once per config on a tuning model (the same architecture pretrained from seed
 ``TUNE_SEED``, not a reported seed) from a grid extended past any edge winner by the project's one rule
-(``probing.tuning.tune_on_grid``; VERSION 2 had its own ×3 extension), and shared by the reported seeds; K = 3 reuses
+(``core.tuning.tune_on_grid``; VERSION 2 had its own ×3 extension), and shared by the reported seeds; K = 3 reuses
 the η picked for K = 2 (VERSION 1 tuned every grid on every seed, each run a fixed 80 steps).
 """
 
@@ -23,9 +23,9 @@ import torch
 from iclr26.compression.mbok import MBOKConfig, distill, onebit_model, quantize_model
 from iclr26.core.locks import cached_json
 from iclr26.core.paths import trained_cache_dir
+from iclr26.core.tuning import tune_on_grid as grid_search
 from iclr26.lm import zoo
 from iclr26.lm.train import encode_stream
-from iclr26.probing.tuning import tune_on_grid as grid_search
 from iclr26.worlds.text import load_domain, test_split, train_split
 
 from . import VERSION, Cfg
@@ -106,7 +106,7 @@ def makers(cfg: Cfg, model, train, val, seed: int, progress: bool) -> dict:
 
 def tune_on_grid(name, grid, fit, val, cfg: Cfg, ctx) -> dict:
     """Run ``fit(lr)`` for each grid value and score it by validation perplexity, by the project's one grid rule
-    (``probing.tuning.tune_on_grid``: while the best value sits on an edge, the next value beyond it at the grid's
+    (``core.tuning.tune_on_grid``: while the best value sits on an edge, the next value beyond it at the grid's
     own ratio, at most ``cfg.max_grid_extensions`` times)."""
 
     def evaluate(lr):

@@ -7,7 +7,7 @@ each graph carries a learnable atlas token [A/P] and a disorder token [T/D] from
 prompts (learnable node/edge perturbations, frozen backbone) are meta-learned across (disorder, atlas) tasks for
 few-shot use, and language prompts (the text of an unseen disorder) give zero-shot transfer.
 
-Protocol (no fMRI or Bio_ClinicalBERT here: `iclr26.worlds.brain_graphs` and the MiniLM sentence encoder). Per seed:
+Protocol (no fMRI or Bio_ClinicalBERT here: `iclr26.science.braingfm.world` and the MiniLM sentence encoder). Per seed:
 a world (264 Power-atlas "voxels" in 7 networks, 6 synthetic atlases of 16-48 parcels, 3 sites, disorders that are
 text-describable edits of the network couplings); an unlabelled mixed-disorder corpus parcellated by every atlas.
 (1) Pre-training: BrainGFM-tiny pre-trained by GCL+GMAE on all atlases ("multi") or on the target atlas only

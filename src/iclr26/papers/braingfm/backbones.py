@@ -24,7 +24,7 @@ from filelock import FileLock, Timeout
 
 from iclr26.core.paths import trained_cache_dir
 from iclr26.science.braingfm import BrainGFM, BrainGFMConfig, GraphSet, PretrainConfig, encode_text, graph_set, pretrain
-from iclr26.worlds.brain_graphs import BrainWorld
+from iclr26.science.braingfm.world import BrainWorld
 
 from . import Cfg
 
@@ -89,7 +89,7 @@ def initial_backbone(cfg: Cfg, seed: int, n_atlases: int) -> BrainGFM:
 def _code_digest() -> str:
     """Hash of the code a backbone depends on: a change to any of it makes new units instead of reusing stale ones."""
     import iclr26.science.braingfm as sci
-    import iclr26.worlds.brain_graphs as world_mod
+    import iclr26.science.braingfm.world as world_mod
 
     folder = Path(sci.__file__).parent
     files = [*sorted(folder.glob("*.py")), Path(world_mod.__file__), Path(__file__)]

@@ -24,7 +24,7 @@ from iclr26.science.braingfm import (
     predict,
     sample_shots,
 )
-from iclr26.worlds.brain_graphs import DISORDERS, BrainWorld
+from iclr26.science.braingfm.world import DISORDERS, BrainWorld
 
 from . import Cfg
 from . import backbones as units
@@ -198,7 +198,7 @@ def plots(run_dir, per_seed, cfg):
     import matplotlib.pyplot as plt
 
     from iclr26.science.braingfm import build_brain_graph
-    from iclr26.worlds.brain_graphs import NETWORKS
+    from iclr26.science.braingfm.world import NETWORKS
 
     seeds = list(per_seed.values())
     figs = []

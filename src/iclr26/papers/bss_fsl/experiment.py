@@ -8,8 +8,8 @@ import json
 import numpy as np
 
 from iclr26.core.threads import torch_threads
-from iclr26.theory.fsl import PowerLawTask, PowerLawTaskConfig, fit_fsl
-from iclr26.theory.fsl_schedule import BatchSizeSchedule, optimal_schedule, train_with_batch_schedule
+from iclr26.theory.bss_fsl import PowerLawTask, PowerLawTaskConfig, fit_fsl
+from iclr26.theory.bss_fsl.schedule import BatchSizeSchedule, optimal_schedule, train_with_batch_schedule
 
 from . import FSL_FROM_STEP, SCHEDULES, Cfg
 

@@ -8,11 +8,13 @@ LLM-judge) labels. Treating the mechanism as a treatment makes the PB bias a CAT
 R- and DR-learners estimate; PB labels are corrected by δ̂ and the router is trained on GS + corrected PB labels.
 
 Protocol (lab notebook). The paper's HealthBench data are not here, so the claims are tested where the truth is exact:
-A. The dossier's synthetic testbed (`worlds.routing.synthetic_routing`, d = 20, heterogeneous judge bias), a pool of
+A. The dossier's synthetic testbed (`agents.causal_router.world.synthetic_routing`, d = 20, heterogeneous judge bias),
+a pool of
    n_pool training queries of which the first n_G ∈ {50, 100, 200} get GS labels and the rest PB labels (paired across
    n_G), 300 GS-labelled validation and 500 test queries per seed.
 B. Semi-real: the queries are scikit-learn's 1,797 real handwritten digits (top 20 principal components); the gain
-   depends on the real class, the judge's bias on the real ink and class (`worlds.routing.digits_routing`), n_G = 100.
+   depends on the real class, the judge's bias on the real ink and class (`agents.causal_router.world.digits_routing`),
+   n_G = 100.
 Arms: Golden-only, Preference-only, Pooled (one forest on GS / PB / GS ∪ PB labels), R-learner and DR-learner
 meta-routers (cross-fitted nuisances, K = 5), All-golden (every training query with its GS label: the upper bound),
 Random, and, reported only, the two meta-routers with the released code's in-sample nuisances and clips.

@@ -19,8 +19,8 @@ from iclr26.agents.causal_router import (
     normalized_gain,
 )
 from iclr26.agents.causal_router.learners import with_leaf
-from iclr26.probing.tuning import tune_on_grid
-from iclr26.worlds.routing import RoutingData, digits_routing, synthetic_routing
+from iclr26.agents.causal_router.world import RoutingData, digits_routing, synthetic_routing
+from iclr26.core.tuning import tune_on_grid
 
 from . import Cfg
 

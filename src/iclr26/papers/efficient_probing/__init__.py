@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from iclr26.core.claims import Check, Claim
 
-# the probes compared; the same tuple as iclr26.probing.probes.PROBES (tests/test_paper_cards.py checks)
+# the probes compared; the same tuple as iclr26.probing.efficient_probing.PROBES (tests/test_paper_cards.py checks)
 PROBES = ("lp_cls", "lp_gap", "ep", "aim", "mhca", "simpool", "abmilp")
 FLOOR_PROBES = ("lp_cls", "lp_gap", "ep")  # probed on the never-trained encoder too (the random-encoder floor)
 

@@ -8,9 +8,9 @@ import numpy as np
 import torch
 
 from iclr26.core.threads import torch_threads
-from iclr26.probing.probes import PROBES, ProbeTrainConfig, make_probe, probe_accuracy, train_probe
-from iclr26.probing.tuning import tune_on_grid
-from iclr26.probing.vit import MAEConfig, TinyViT, ViTConfig, extract_tokens, pretrain_mae
+from iclr26.core.tuning import tune_on_grid
+from iclr26.probing.efficient_probing import PROBES, ProbeTrainConfig, make_probe, probe_accuracy, train_probe
+from iclr26.probing.efficient_probing.vit import MAEConfig, TinyViT, ViTConfig, extract_tokens, pretrain_mae
 
 from . import FLOOR_PROBES, Cfg
 

@@ -9,8 +9,6 @@ import numpy as np
 import torch
 
 from iclr26.core.threads import torch_threads
-from iclr26.science.forcefield_scaling import fit_compute_frontier, fit_power_law
-from iclr26.science.forcefield_training import TargetScaler, TrainConfig, equivariance_error, train_forcefield
 from iclr26.science.forcefields import (
     EquivariantConfig,
     EquivariantForceField,
@@ -18,7 +16,9 @@ from iclr26.science.forcefields import (
     UnconstrainedForceField,
     match_parameters,
 )
-from iclr26.science.potentials import ManyBodyPotential, emt_cluster_dataset, sample_clusters
+from iclr26.science.forcefields.scaling import fit_compute_frontier, fit_power_law
+from iclr26.science.forcefields.training import TargetScaler, TrainConfig, equivariance_error, train_forcefield
+from iclr26.science.forcefields.world import ManyBodyPotential, emt_cluster_dataset, sample_clusters
 
 from . import _LMAX, ARCHS, Cfg
 

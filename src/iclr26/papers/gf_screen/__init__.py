@@ -7,7 +7,7 @@ the selected ones. Selection is not differentiable, so the Glance is trained by 
 critic): each sub-volume of a training group is a response, the reward is whether the Focus prediction hits the lesion
 in it, the advantage is the reward normalised over the group (+ 0.1 × balanced CE).
 
-Protocol (`iclr26.science.gf_screen`, world `iclr26.worlds.ct_lesions` with larger, more contrasted lesions; see
+Protocol (`iclr26.science.gf_screen`, world `iclr26.science.gf_screen.world` with larger, more contrasted lesions; see
 docs/papers/gf-screen.md). 300 training / 20 validation volumes shared by the seeds, 30 test volumes per seed. (1) The
 Focus (MONAI UNet 16-32-64 + BN) is trained alone to convergence (early stopping on the validation volumes, best
 weights kept), once per config and cached; (2) the same recipe on shuffled labels is the testbed control; (3) three

@@ -19,7 +19,7 @@ import torch
 from iclr26.core.locks import file_lock
 from iclr26.core.paths import trained_cache_dir
 from iclr26.core.threads import run_threads
-from iclr26.probing.tuning import tune_on_grid
+from iclr26.core.tuning import tune_on_grid
 from iclr26.science.gf_screen import (
     GlanceSpec,
     GRLConfig,
@@ -40,7 +40,7 @@ from iclr26.science.gf_screen import (
     window_scores,
 )
 from iclr26.science.gf_screen.screen import timed
-from iclr26.worlds.ct_lesions import CTWorldConfig, make_ct_dataset
+from iclr26.science.gf_screen.world import CTWorldConfig, make_ct_dataset
 
 from . import Cfg
 

@@ -10,7 +10,8 @@ higher detection consistency (mAP, mean IoU, fewer misses) for the guidance dete
 global SSIM changes by about 1 % or less.
 
 Protocol (Waymo, S3Gaussian / OmniRe and YOLOv8 are out of reach; `iclr26.vision.gs_perception`). Seeded synthetic
-street clips (`iclr26.worlds.street`, 64 × 96, small cars / pedestrians / signs with exact boxes, static background,
+street clips (`iclr26.vision.gs_perception.world_street`, 64 × 96, small cars / pedestrians / signs with exact boxes,
+static background,
 moving objects); a guidance detector (CenterNet-style, stride 4) and an unseen detector built differently (YOLO-style
 grid, stride 8, GroupNorm/SiLU, other training data), both trained here with early stopping and cached. A pure-torch
 2D Gaussian splatting fit per clip at a fixed splat budget (static + dynamic splats), arms: visual loss only,

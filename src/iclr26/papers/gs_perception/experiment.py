@@ -14,7 +14,7 @@ import torch
 from iclr26.core.locks import cached_json, file_lock
 from iclr26.core.paths import trained_cache_dir
 from iclr26.core.threads import run_threads
-from iclr26.probing.tuning import tune_on_grid
+from iclr26.core.tuning import tune_on_grid
 from iclr26.vision.gs_perception import (
     CenterNetDetector,
     FitConfig,
@@ -28,7 +28,8 @@ from iclr26.vision.gs_perception import (
     recall,
     train_detector,
 )
-from iclr26.worlds import street, street3d
+from iclr26.vision.gs_perception import world_street as street
+from iclr26.vision.gs_perception import world_street3d as street3d
 
 from . import ARMS, VERSION, Cfg
 

@@ -3,7 +3,7 @@
 Lab notebook. The paper's settings (transformers on modular arithmetic, LLM in-context learning, multi-objective RL)
 need weights and compute we do not have, so the claims are tested where the ground truth is exact:
 
-A. *Interacting tasks* (`theory.kernel_surrogate_tasks`): 12 training tasks with planted XOR-type pairs, a redundant
+A. *Interacting tasks* (`theory.kernel_surrogate.tasks`): 12 training tasks with planted XOR-type pairs, a redundant
    pair and a conflicting pair, a target task near the decision boundary; the model is L2-logistic regression on
    random Fourier features, retrained exactly (strictly convex, Newton to machine precision) on every subset. We fit
    the linear surrogate, the kernel surrogate and the exact influence function on the same random subsets (p = 0.5),
@@ -13,7 +13,7 @@ A. *Interacting tasks* (`theory.kernel_surrogate_tasks`): 12 training tasks with
    tests Cor. 3.2 (linear surrogate ≈ influence function when interactions are weak).
 B. *Gradient-based estimation*: a tanh MLP is pretrained on all tasks (θ*); for random subsets we compare real
    fine-tuning from θ* (proximal objective, L-BFGS to convergence) with the first-order estimate from projected
-   per-example gradients (`theory.kernel_surrogate_gradient`), and run the full KernelSM pipeline (surrogates fitted
+   per-example gradients (`theory.kernel_surrogate.gradient`), and run the full KernelSM pipeline (surrogates fitted
    on estimated F̂, LOO attribution checked against fine-tuned LOO).
 """
 

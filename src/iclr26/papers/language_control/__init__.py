@@ -1,7 +1,8 @@
 """LinguaMap (language control): probes find three layer phases; tuning only the last layers fixes the output language.
 
 Paper: https://arxiv.org/abs/2601.20009 (ICLR 2026). Testbed: four synthetic languages with disjoint vocabularies
-(``iclr26.worlds.languages``) and an English-dominant pretraining mixture, so a tiny model solves target-language
+(``iclr26.lenses.language_control.world``) and an English-dominant pretraining mixture, so a tiny model solves
+target-language
 addition problems but often answers in English (the *language consistency bottleneck*). We then
 
 1. evaluate the four-scenario protocol (monolingual, code-mixed, English distractor, bilingual instruction);
@@ -20,10 +21,11 @@ from dataclasses import dataclass
 
 from iclr26.core.claims import Check, Claim
 
-# the world's languages, English first; the same tuple as iclr26.worlds.languages.LANGS (tests/test_paper_cards.py)
+# the world's languages, English first; the same tuple as iclr26.lenses.language_control.world.LANGS
+# (tests/test_paper_cards.py)
 LANGS = ("en", "l1", "l2", "l3")
 TARGETS = LANGS[1:]
-# the prompt scenarios; the same tuple as iclr26.worlds.languages.SCENARIOS
+# the prompt scenarios; the same tuple as iclr26.lenses.language_control.world.SCENARIOS
 SCENARIOS = ("mono", "codemixed", "distractor", "bilingual")
 
 

@@ -15,13 +15,15 @@ import numpy as np
 import torch
 from transformers import AutoModelForCausalLM
 
+from iclr26.latent.ltpo.world import ModArithWorld
+
 from ...core.locks import cached_json
 from ...core.paths import trained_cache_dir
 from ...core.threads import run_threads
 from ...latent.ltpo import LTPO, LatentScorer, LTPOConfig, gold_oracle, random_search
 from ...lm.tiny import tiny_config
-from ...worlds.ltpo import ModArithWorld
 from . import Cfg
+from .measures import _rms, auroc, cache_speedup, mean_initial_reward, pearson
 from .tinymodel import RECIPE, latent_problem, load_reasoner
 from .tuning import tune
 
@@ -62,10 +64,6 @@ def reasoner(cfg: Cfg, world, progress: bool = False):
 
 
 # ---------------------------------------------------------------------------------------------------- evaluation
-def _rms(model) -> float:
-    return float(model.get_input_embeddings().weight.float().pow(2).mean().sqrt())
-
-
 def _batches(world, tok, probs, k, pad_to_ops):
     """Problems grouped by length (equal shapes batch together): [(indices, latent problems, answer ids)]."""
     groups: dict[int, list[int]] = {}
@@ -124,31 +122,6 @@ def evaluate(model, batches, n: int, method: str, params: dict, cfg: Cfg, base_s
 def _centre(grid) -> float:
     """Geometric centre of a positive grid (its middle value for an odd geometric grid)."""
     return float(np.exp(np.mean(np.log([min(grid), max(grid)]))))
-
-
-def mean_initial_reward(model, groups, top_k: int) -> float:
-    """R̄0: the mean reward of the placeholder thoughts over validation problems (sets η = step·σ0²/R̄0)."""
-    vals = []
-    for lps in groups:
-        sc = LatentScorer(model, lps)
-        vals.extend(sc.reward(sc.h0, top_k).tolist())
-    return float(np.mean(vals))
-
-
-def pearson(x, y) -> float:
-    x, y = np.asarray(x, float), np.asarray(y, float)
-    if x.std() == 0 or y.std() == 0:
-        return 0.0  # undefined (e.g. every answer wrong): no evidence of a correlation
-    return float(np.corrcoef(x, y)[0, 1])
-
-
-def auroc(score, label) -> float:
-    """P(score of a correct answer > score of a wrong one), ties count half (Mann-Whitney)."""
-    score, label = np.asarray(score, float), np.asarray(label, bool)
-    pos, neg = score[label], score[~label]
-    if len(pos) == 0 or len(neg) == 0:
-        return 0.5
-    return float(((pos[:, None] > neg[None]).sum() + 0.5 * (pos[:, None] == neg[None]).sum()) / (len(pos) * len(neg)))
 
 
 # ---------------------------------------------------------------------------------------------------- the world
@@ -260,22 +233,6 @@ def _world_part(cfg: Cfg, seed: int, ctx, world, model, tok, m: dict) -> None:
         f"LTPO moved {m['moved_ood_ltpo']:.3f} of OOD answers; grid-centre LTPO OOD {m['acc_ood_ltpo_centre']:.3f} "
         f"(moved {m['moved_ood_ltpo_centre']:.3f})"
     )
-
-
-def cache_speedup(model, lps, steps: int, top_k: int, reps: int = 2) -> float:
-    """Time of ``steps`` reward passes without / with the cached prefix (best of ``reps``; same thoughts)."""
-    times = {}
-    for use_cache in (True, False):
-        best = float("inf")
-        for _ in range(reps):
-            t0 = time.perf_counter()
-            sc = LatentScorer(model, lps, use_cache=use_cache)  # the cached loop pays its prefix pass here
-            h = sc.h0.clone()
-            for _ in range(steps):
-                sc.reward(h, top_k)
-            best = min(best, time.perf_counter() - t0)
-        times[use_cache] = best
-    return times[False] / times[True]
 
 
 def plots(run_dir, per_seed, cfg):

@@ -18,14 +18,15 @@ import time
 import numpy as np
 import torch
 
+from iclr26.latent.ltpo.world import chat_questions, check_answer
+
 from ...core.locks import file_lock
 from ...core.paths import trained_cache_dir
 from ...latent.ltpo import LTPO, LatentScorer, LTPOConfig, chat_problem, gold_oracle, random_search
 from ...latent.ltpo.problem import THOUGHT_NOTE
 from ...lm import zoo
-from ...worlds.ltpo import chat_questions, check_answer
 from . import Cfg
-from .experiment import _rms, cache_speedup, mean_initial_reward
+from .measures import _rms, cache_speedup, mean_initial_reward
 from .tuning import tune
 
 ANSWER_PREFIX = "The answer is"

@@ -25,13 +25,14 @@ import torch
 from tqdm.auto import tqdm
 from transformers import AutoModelForCausalLM, PreTrainedTokenizerFast
 
+from iclr26.latent.ltpo.world import ANS, THINK, ModArithWorld, ModProblem
+
 from ...core.locks import file_lock
 from ...core.paths import trained_cache_dir
 from ...core.threads import torch_threads
 from ...latent.ltpo import LatentProblem
 from ...lm.tiny import tiny_config
 from ...lm.tokenizer import build_word_tokenizer
-from ...worlds.ltpo import ANS, THINK, ModArithWorld, ModProblem
 
 RECIPE = dict(d_model=64, n_layers=4, n_heads=4, n_kv_heads=2, max_len=64, steps=8000, batch=64, lr=3e-3,
               warmup=100, aux=1.0, stepwise=True, pad_to_ops=5, p_direct=0.25, eval_every=250, patience=5,

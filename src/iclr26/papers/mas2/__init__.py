@@ -1,7 +1,7 @@
 """Reproduction: MAS²: Self-Generative, Self-Configuring, Self-Rectifying Multi-Agent Systems (ICLR 2026).
 
 Paper: https://arxiv.org/abs/2509.24323 (Wang et al.). Method: `iclr26.agents.mas2`; world:
-`iclr26.worlds.agent_systems`; docs: docs/papers/mas2.md.
+`iclr26.agents.mas2.world`; docs: docs/papers/mas2.md.
 
 The idea: a meta-MAS of three meta-agents builds a target multi-agent system per query: the Generator writes the
 template (roles, protocol, tools), the Implementer assigns a backbone LLM from a pool to every role, the Rectifier

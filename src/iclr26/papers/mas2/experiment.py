@@ -22,9 +22,7 @@ from iclr26.agents.mas2.system import (
     evaluate,
     train_cto,
 )
-from iclr26.core.threads import torch_threads
-from iclr26.probing.tuning import tune_on_grid
-from iclr26.worlds.agent_systems import (
+from iclr26.agents.mas2.world import (
     DIFFICULTIES,
     POOL,
     TYPES,
@@ -35,6 +33,8 @@ from iclr26.worlds.agent_systems import (
     WorldConfig,
     sample_tasks,
 )
+from iclr26.core.threads import torch_threads
+from iclr26.core.tuning import tune_on_grid
 
 from . import Cfg
 

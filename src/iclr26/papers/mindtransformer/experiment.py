@@ -7,9 +7,9 @@ import functools
 import numpy as np
 import torch
 
-from iclr26.lenses.blockstates import STATES, state_dims, word_states
-from iclr26.lenses.encoding import EncodingConfig, encode, encode_combined, hrf_design, prepare_run
-from iclr26.worlds.voxels import Region, VoxelWorld, n_scans_for, word_timings
+from iclr26.lenses.mindtransformer.blockstates import STATES, state_dims, word_states
+from iclr26.lenses.mindtransformer.encoding import EncodingConfig, encode, encode_combined, hrf_design, prepare_run
+from iclr26.lenses.mindtransformer.world import Region, VoxelWorld, n_scans_for, word_timings
 
 from . import _SUFFIXES, MODE2_INPUTS, Cfg
 

@@ -9,7 +9,7 @@ the SFT data and 5 % of the preference data of R1 distillation, MLR is reported 
 outcome-reward RL, and to degrade more slowly as the horizon grows.
 
 Protocol (math benchmarks and 1.5B models are out of reach: the dossier's testbed, version 3). Per seed: the
-modular-arithmetic program world (`iclr26.worlds.modprog`, p = 5, `operations="library"`: a program lists K labels
+modular-arithmetic program world (`iclr26.rlft.mlr.world`, p = 5, `operations="library"`: a program lists K labels
 (consecutive letters, shuffled, the first named by `from`) whose operations come from a fixed library; planning =
 choosing the next label from the problem statement, execution = applying its operation); a micro llama "pretrained"
 on component skills only (arithmetic facts, letter order, the library's entries, execution chains of explicit
@@ -50,7 +50,7 @@ class Cfg:
     )
     listing: str = field(
         default="shuffled",
-        metadata={"help": "order of the labels in the prompt (worlds.modprog; dossier: shuffled)"},
+        metadata={"help": "order of the labels in the prompt (rlft.mlr.world; dossier: shuffled)"},
     )
     train_horizons: tuple[int, ...] = field(default=(3, 4, 5, 6, 7, 8), metadata={"help": "K for training (<= 8)"})
     test_horizons: tuple[int, ...] = field(default=(3, 5, 8, 12), metadata={"help": "K for test (3-12)"})

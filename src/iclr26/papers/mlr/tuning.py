@@ -1,6 +1,6 @@
 """The one learning-rate rule of the MLR reproduction, run once per config on its own tuning seed and cached.
 
-Every trained stage gets its learning rate from `iclr26.probing.tuning.tune_on_grid` (a factor-2 grid that grows
+Every trained stage gets its learning rate from `iclr26.core.tuning.tune_on_grid` (a factor-2 grid that grows
 past any edge pick) on the validation split of the tuning seed's world (`TUNE_SEED`, not a reported seed), scored by
 the same validation quantity that stops that stage:
 
@@ -25,7 +25,7 @@ import time
 
 from iclr26.core.locks import cached_json
 from iclr26.core.paths import trained_cache_dir
-from iclr26.probing.tuning import tune_on_grid
+from iclr26.core.tuning import tune_on_grid
 
 from . import Cfg
 
@@ -57,7 +57,7 @@ def tuned_lrs(cfg: Cfg, ctx, stages=None) -> dict:
     """The tuned learning rates of ``cfg`` (computed once, then read from the cache). ``stages`` (tests) replaces the
     training functions: a dict name -> callable(cfg, prev) -> (score, payload) for each of
     `LR_FIELDS`, where ``prev`` holds the payloads of the earlier stages' chosen values."""
-    from . import experiment as E
+    from . import bench as E
 
     def compute():
         fns = stages or E.tuning_stages(TUNE_SEED, ctx)

@@ -7,7 +7,8 @@ weights. Meta-training learns the LoRA initialisation and per-step inner learnin
 (truncated unrolling: second order through the last T steps). The paper reports large gains over FT-ICR (the same
 model fine-tuned with the context in the prompt), better length extrapolation and no positional bias.
 
-Protocol (``iclr26.worlds.perk``: key-value retrieval with distractor filler, facts ``K V .`` and 2-hop link chains
+Protocol (``iclr26.latent.perk.world``: key-value retrieval with distractor filler, facts ``K V .`` and 2-hop link
+chains
 ``K K' .``, questions ``ask K`` ending with the key so that reading is the plain induction pattern, one item per
 segment, questions about every item so the needle sits at every position). One tiny Qwen2-style model (q/k/v biases;
 one first-layer head initialised as a previous-token head) is trained here by an answer-focused instruction phase

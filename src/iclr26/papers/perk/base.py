@@ -14,7 +14,7 @@ import torch
 from iclr26.core.locks import file_lock
 from iclr26.core.paths import trained_cache_dir
 from iclr26.latent.perk import Example, icr_prompts, qa_batch
-from iclr26.worlds.perk import TASKS, KVWorld
+from iclr26.latent.perk.world import TASKS, KVWorld
 
 from . import Cfg
 

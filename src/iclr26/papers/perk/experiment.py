@@ -12,7 +12,7 @@ import torch
 from iclr26.core.threads import run_threads
 from iclr26.latent.perk import PERK, PERKConfig, icr_prompts, qa_batch
 from iclr26.latent.perk.measure import peak_memory_bytes, wall_seconds
-from iclr26.worlds.perk import TASKS
+from iclr26.latent.perk.world import TASKS
 
 from . import Cfg
 from .base import icr_acc, load_base, previous_token_head, to_example

@@ -2,7 +2,7 @@
 tuning seed and cached.
 
 Every learning rate (the untrained control's inner lr, which is also PERK's initial inner lr; PERK's outer lr; FT-ICR's
-lr) comes from `iclr26.probing.tuning.tune_on_grid` (a ×3 grid that grows past any edge pick) on the validation split
+lr) comes from `iclr26.core.tuning.tune_on_grid` (a ×3 grid that grows past any edge pick) on the validation split
 of the tuning seed's world (`TUNE_SEED`, not a reported seed), scored by the best validation accuracy of the run (the
 quantity early stopping keeps). The values land in ``<cache>/zoo/perk-lrs-<hash>.json`` with every grid score; every
 reported seed then trains once with them, early-stopped on its own validation split.
@@ -27,9 +27,9 @@ import torch
 from iclr26.core.locks import cached_json
 from iclr26.core.paths import trained_cache_dir
 from iclr26.core.seeding import stage_seed
+from iclr26.core.tuning import tune_on_grid
 from iclr26.latent.perk import FTICR, PERK, FTICRConfig, PERKConfig
-from iclr26.probing.tuning import tune_on_grid
-from iclr26.worlds.perk import TASKS, KVWorld
+from iclr26.latent.perk.world import TASKS, KVWorld
 
 from . import Cfg
 from .base import to_example

@@ -8,7 +8,8 @@ label propagation. Training-free; the paper reports higher recognition accuracy 
 at 100 with GPT-4's near-binary scores), both parts complementary, at near-zero extra cost.
 
 Protocol (PointLLM / Point-BERT / GPT-4 and ModelNet40 are out of reach: PGLLM's own parts exact, the foundation
-models replaced, `iclr26.vision.pgllm`). Per seed: procedural trimesh shapes of 18 classes (`iclr26.worlds.shapes3d`),
+models replaced, `iclr26.vision.pgllm`). Per seed: procedural trimesh shapes of 18 classes
+(`iclr26.vision.pgllm.world`),
 a labelled pre-training world (shift 0) and two unlabelled evaluation sets with a shifted shape prior (validation and
 test, transductive PGLLM_T). A PointNet encoder pre-trained with early stopping; a captioner stand-in (sampled class
 word from a partial view + geometric attributes + out-of-vocabulary synonyms); stage 2 = a TF-IDF + logistic-regression

@@ -9,7 +9,7 @@ import tracemalloc
 import numpy as np
 
 from iclr26.core.threads import run_threads
-from iclr26.probing.tuning import tune_on_grid
+from iclr26.core.tuning import tune_on_grid
 from iclr26.vision.pgllm import (
     PGLLM,
     Captioner,
@@ -27,7 +27,7 @@ from iclr26.vision.pgllm import (
     train_pointnet,
 )
 from iclr26.vision.pgllm.standins import SYNONYMS
-from iclr26.worlds.shapes3d import CLASSES, make_set, ood_splits
+from iclr26.vision.pgllm.world import CLASSES, make_set, ood_splits
 
 from . import Cfg
 

@@ -2,7 +2,7 @@
 
 Lab notebook. Two experiments, as in the paper:
 
-1. *Toy investment-planning MDP with exact returns* (`theory.rkhs_toy_mdp`): L resource levels × 3 market states,
+1. *Toy investment-planning MDP with exact returns* (`theory.policy_newton.world`): L resource levels × 3 market states,
    3 actions, γ = 0.9; score functions in the RKHS of an RBF kernel on state–action features; gradient and Hessian
    exact (autograd through policy evaluation). Objective J(h) − (λ/2)‖h‖²_H with a small λ so that a finite optimum
    h* exists (the unregularised softmax optimum is at infinity and no method can converge to it at a rate). Methods:

@@ -20,9 +20,9 @@ from iclr26.theory.policy_newton import (
     rkhs_policy_gradient_step,
     rkhs_policy_newton_step,
 )
-from iclr26.theory.rkhs_gym import collect_episodes, returns_to_go
-from iclr26.theory.rkhs_policy import LinearSoftmaxPolicy, RKHSSoftmaxPolicy, rbf_kernel
-from iclr26.theory.rkhs_toy_mdp import ExactObjective, investment_mdp, toy_features
+from iclr26.theory.policy_newton.episodes import collect_episodes, returns_to_go
+from iclr26.theory.policy_newton.policies import LinearSoftmaxPolicy, RKHSSoftmaxPolicy, rbf_kernel
+from iclr26.theory.policy_newton.world import ExactObjective, investment_mdp, toy_features
 
 from . import _GYM_METHODS, _TOY_METHODS, Cfg
 

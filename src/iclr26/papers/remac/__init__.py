@@ -8,7 +8,7 @@ self-conditioned curriculum and a residual-alignment loss, samples with the comm
 LoRA (no added latency). On Kinetix, naive async falls from 0.83 (d = 0) to 0.45 (d = 4); REMAC keeps 0.89 -> 0.78,
 above RTC, which pays a backward pass per denoising step.
 
-Protocol (Kinetix, pi0 and the robot are out of reach: `iclr26.worlds.catch_ball`, a dynamic catching task whose
+Protocol (Kinetix, pi0 and the robot are out of reach: `iclr26.embodied.remac.world`, a dynamic catching task whose
 plans go stale, with a scripted PD expert). Per seed: noisy-expert demonstrations (train, validation), the base
 MLP-Mixer flow policy trained by flow matching with early stopping on the validation loss; LoRA fine-tunes (peft):
 LoRA-only (plain flow loss), + prefix masking, + curriculum, + L_Delta (= REMAC), each merged. Evaluation on

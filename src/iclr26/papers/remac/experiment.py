@@ -24,7 +24,7 @@ from iclr26.embodied.remac import (
     to_numpy_chunker,
     train_flow,
 )
-from iclr26.worlds.catch_ball import ACT_DIM, OBS_DIM, BatchCatchBall, CatchBallConfig, demonstrations, expert_action
+from iclr26.embodied.remac.world import ACT_DIM, OBS_DIM, BatchCatchBall, CatchBallConfig, demonstrations, expert_action
 
 from . import Cfg
 

@@ -8,7 +8,7 @@ previous policy (KL-Convex), and at iteration T reincarnates: the current policy
 on-policy. The paper reports GRPO/PPO-level accuracy with 30-450x fewer rollouts on math benchmarks.
 
 Protocol (math benchmarks and 1.5B models are out of reach; the dossier's verifiable world). Per seed: the
-three-digit addition world (`iclr26.worlds.remix`), a micro llama SFT'd on a sloppy teacher (it forgets the last
+three-digit addition world (`iclr26.rlft.remix.world`), a micro llama SFT'd on a sloppy teacher (it forgets the last
 operand 60 % of the time; ~30-40 % sampled accuracy), then from that policy, with one rollout budget for every arm:
 GRPO (TRL's `GRPOTrainer`), ReMix-GRPO, and the ablations w/o UTD, w/o KL-Convex, w/o reincarnation and pure Mix-PPG
 (all three off); a GRPO run whose rewards are shuffled within each batch is the control that must not learn.

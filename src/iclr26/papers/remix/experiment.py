@@ -22,7 +22,7 @@ from iclr26.lm.tiny import tiny_model
 from iclr26.lm.tokenizer import build_word_tokenizer
 from iclr26.lm.train import TrainConfig, train_lm
 from iclr26.rlft.remix import ReMixConfig, ReMixTrainer
-from iclr26.worlds.remix import ArithmeticWorld, reward
+from iclr26.rlft.remix.world import ArithmeticWorld, reward
 
 from . import Cfg
 

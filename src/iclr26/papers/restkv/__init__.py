@@ -24,7 +24,7 @@ from dataclasses import asdict, dataclass
 
 from iclr26.core.claims import Check, Claim
 
-# the presses of iclr26.kvcache.METHODS and the tasks of iclr26.worlds.longctx.TASKS, spelt out so that the card
+# the presses of iclr26.kvcache.METHODS and the tasks of iclr26.kvcache.restkv.world.TASKS, spelt out so that the card
 # imports nothing heavy (tests/test_paper_cards.py checks they match)
 METHODS = (
     "full",

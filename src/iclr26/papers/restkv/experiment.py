@@ -13,11 +13,12 @@ from dataclasses import asdict
 import torch
 from tqdm.auto import tqdm
 
+from iclr26.kvcache.restkv.world import TASKS, SyntheticLongCtx, WikiLongCtx
+
 from ...core.paths import trained_cache_dir
 from ...core.threads import torch_threads
 from ...kvcache import cache_lengths, compress_record, make_press, record_prefill, timed_generate
 from ...kvcache.measure import continue_from
-from ...worlds.longctx import TASKS, SyntheticLongCtx, WikiLongCtx
 from . import (
     BASELINES,
     TINY_MODEL,

@@ -9,7 +9,7 @@ Findings: IID accuracy saturates (> 99 %); cross-distance shift is the main diff
 distances in particular; cross-angle barely hurts; (Re, Im) frequency input beats the time-domain input; the legal
 band lists lose a little accuracy but stay usable.
 
-Protocol (the real data is not available offline: the physics-grounded generator `iclr26.worlds.rf_materials`).
+Protocol (the real data is not available offline: the physics-grounded generator `iclr26.science.rf_matid.world`).
 Per seed a new "lab" (specimen draws, system echoes, clutter, noise, jitter) and the full 16 × 37 × 11 grid. Models:
 spectral 1-D CNN, patch transformer, a tiny version of the authors' RF_MatID hybrid, and histogram gradient boosting.
 Every model's learning rate is tuned by one rule (validation accuracy on held-out *training* distances of S2-mod1,

@@ -10,7 +10,7 @@ from iclr26.core.seeding import seed_everything
 from iclr26.core.threads import run_threads
 from iclr26.science.rf_matid.benchmark import S2_VAL, make_split, validation_split, view
 from iclr26.science.rf_matid.train import StagedGB, TrainConfig, accuracy, fit_gb, fit_net
-from iclr26.worlds.rf_materials import DISTANCES_MM, RFMaterialWorld, RFWorldConfig
+from iclr26.science.rf_matid.world import DISTANCES_MM, RFMaterialWorld, RFWorldConfig
 
 from . import Cfg
 
@@ -51,10 +51,10 @@ def tuning_indices(dist, cfg: Cfg, seed: int):
 
 
 def _tune(name, x, y, f, dist, cfg: Cfg, seed: int, ctx) -> float:
-    """One rule for every model (`iclr26.probing.tuning.tune_on_grid`): the learning rate with the best accuracy on
+    """One rule for every model (`iclr26.core.tuning.tune_on_grid`): the learning rate with the best accuracy on
     held-out *training* distances of S2-mod1 (`tuning_indices`); a geometric grid extended past any edge pick. A net's
     OneCycle max_lr must stay below 1 (a candidate at or above it scores -inf)."""
-    from iclr26.probing.tuning import tune_on_grid
+    from iclr26.core.tuning import tune_on_grid
 
     tr, va, tv = tuning_indices(dist, cfg, seed)
 
@@ -159,7 +159,7 @@ def plots(run_dir, per_seed, cfg):
     import matplotlib.pyplot as plt
 
     from iclr26.science.rf_matid.benchmark import PROTOCOLS
-    from iclr26.worlds.rf_materials import to_time_domain
+    from iclr26.science.rf_matid.world import to_time_domain
 
     world = RFMaterialWorld(RFWorldConfig(n_bins=max(cfg.n_bins, 1024), kappa=cfg.kappa), 0)
     rng = np.random.default_rng(0)

@@ -2,7 +2,7 @@
 one of the evaluation seeds): `python -m iclr26.papers.rf_matid.tune --scale quick`.
 
 The rule is the run's own (`experiment._tune`, used per seed when `Cfg.tune` is set, as at smoke and full scale): for
-every model, `iclr26.probing.tuning.tune_on_grid` over a geometric grid (nets: OneCycle max_lr 1e-3, 3e-3, 1e-2;
+every model, `iclr26.core.tuning.tune_on_grid` over a geometric grid (nets: OneCycle max_lr 1e-3, 3e-3, 1e-2;
 boosting: 0.05, 0.1, 0.2), extended past any edge pick; score = accuracy on held-out training distances of S2-mod1,
 each candidate trained with the run's early stopping. At quick scale the per-seed tuning does not fit the time budget,
 so the picks of this script are written into the card's `Cfg` (`lr_cnn`, `lr_transformer`, `lr_rf_matid`, `lr_gb`)
@@ -16,7 +16,7 @@ import time
 
 from iclr26.core.seeding import seed_everything
 from iclr26.science.rf_matid.benchmark import view
-from iclr26.worlds.rf_materials import RFMaterialWorld, RFWorldConfig
+from iclr26.science.rf_matid.world import RFMaterialWorld, RFWorldConfig
 
 from . import CONFIGS
 from .experiment import _tune

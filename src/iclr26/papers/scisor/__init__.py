@@ -7,7 +7,7 @@ alignments of the clean sequence inside the noisy one (a prefix/suffix DP). The 
 what it believes was inserted) and scores deletion variants.
 
 Protocol (the dossier's testbed; UniRef50, ProteinGym and structure predictors are out of reach). Profile-HMM protein
-families with three planted motifs and indel-prone loops (`iclr26.worlds.protein_families`) give exact ground truth:
+families with three planted motifs and indel-prone loops (`iclr26.science.scisor.world`) give exact ground truth:
 the true effect of a deletion is log p_HMM(mutant) − log p_HMM(wild type) (forward algorithm), and a sequence keeps
 its function when every motif's consensus occurs in order (≤ 1 mismatch). Three tiny transformers of the same trunk
 are trained on the same members, each to early stopping on its own validation loss: SCISOR (deletion diffusion),

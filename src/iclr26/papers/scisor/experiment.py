@@ -15,7 +15,7 @@ from iclr26.science.scisor import Denoiser, SCISORConfig, elbo_diffusion_term, l
 from iclr26.science.scisor import score_deletions as scisor_scores
 from iclr26.science.scisor import shrink as scisor_shrink
 from iclr26.science.scisor.baselines import SeqLM, fit
-from iclr26.worlds.protein_families import lengthened, make_world
+from iclr26.science.scisor.world import lengthened, make_world
 
 from . import Cfg
 
@@ -259,7 +259,7 @@ def _sequences(example: dict, title: str):
     import matplotlib.pyplot as plt
     from matplotlib.patches import Rectangle
 
-    from iclr26.worlds.protein_families import AMINO
+    from iclr26.science.scisor.world import AMINO
 
     seq, motif, ins = example["seq"], example["motif"], example["inserted"]
     rows = [("original", list(range(len(seq))), True)] + [

@@ -3,7 +3,7 @@ evaluation seeds): `python -m iclr26.papers.scisor.tune --scale quick`.
 
 Rule (the same for every model): train with AdamW at each learning rate of the grid until the model's own validation
 loss stops improving (the run's early stopping), pick the rate with the lowest validation loss; while the pick is an
-edge of the grid, extend the grid by its ratio (×3) past that edge (`iclr26.probing.tuning.tune_on_grid`, the
+edge of the grid, extend the grid by its ratio (×3) past that edge (`iclr26.core.tuning.tune_on_grid`, the
 project's rule). The Spearman ρ of single deletion scores on validation wild types is printed for information only
 (it plays no part in the choice). The picked rates are written into the card's `Cfg` (`lr_scisor`, `lr_ar`,
 `lr_mlm`) by hand and listed in the docs."""
@@ -17,7 +17,7 @@ import time
 import numpy as np
 import torch
 
-from iclr26.probing.tuning import tune_on_grid
+from iclr26.core.tuning import tune_on_grid
 from iclr26.science.scisor import score_deletions
 
 from . import CONFIGS

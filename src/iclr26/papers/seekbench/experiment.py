@@ -18,8 +18,8 @@ from iclr26.agents.seekbench.metrics import (
 )
 from iclr26.agents.seekbench.retriever import BM25Retriever, RetrieverConfig
 from iclr26.agents.seekbench.simulate import AgentKnobs, accuracy, match_accuracy, run_agent
+from iclr26.agents.seekbench.world import ATTRIBUTES, SearchWorld, SearchWorldConfig
 from iclr26.core.threads import run_threads
-from iclr26.worlds.search_world import ATTRIBUTES, SearchWorld, SearchWorldConfig
 
 from . import Cfg
 

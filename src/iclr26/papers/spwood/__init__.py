@@ -10,7 +10,7 @@ and (iv) a category-balanced sparse partition of the labels. Paper (DOTA-v1.0, F
 57.8 / 60.3 at three budgets vs PWOOD 38.0 / 51.9 / 55.2 and MCL (semi) 31.7 / 44.5 / 47.8; HBox 45.5, mixed 42.4.
 
 Protocol (DOTA, ResNet-50 and 180k GPU iterations are out of reach: `iclr26.vision.spwood`, generated scenes of
-`iclr26.worlds.aerial`). Per seed: a training world (n_train scenes, 64 x 64, three categories of oriented objects
+`iclr26.vision.spwood.world`). Per seed: a training world (n_train scenes, 64 x 64, three categories of oriented objects
 plus distractors), a validation world (early stopping, threshold tuning) and a test world. Two label budgets (share of
 images labelled x share of instances per category kept, the overall-sparse partition). Arms, one tiny rotated FCOS
 each: supervised only (plain focal, EMA weights); "semi" = mean teacher with a fixed confidence threshold (MCL-like;

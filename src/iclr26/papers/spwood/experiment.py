@@ -25,7 +25,7 @@ from iclr26.vision.spwood import (
 )
 from iclr26.vision.spwood.targets import assign, cat_instances
 from iclr26.vision.spwood.train import burn_in_key
-from iclr26.worlds.aerial import CLASSES, make_scenes
+from iclr26.vision.spwood.world import CLASSES, make_scenes
 
 from . import Cfg
 
@@ -214,7 +214,7 @@ def plots(run_dir, per_seed, cfg):
 
     import matplotlib.pyplot as plt
 
-    from iclr26.worlds.aerial import rbox_corners
+    from iclr26.vision.spwood.world import rbox_corners
 
     figs = []
     seed = min(per_seed)

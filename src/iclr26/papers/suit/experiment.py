@@ -6,12 +6,20 @@ import dataclasses
 import random
 import time
 
+from iclr26.editing.benchmark import (
+    REAL_MODEL,
+    SETTINGS,
+    baseline_knobs,
+    nullspace_metrics,
+    plot_rloc_by_level,
+    prepare,
+    summarise,
+)
+
 from ...core.threads import torch_threads
 from ...editing import MEMIT, AlphaEdit, AlphaEditConfig, MEMITConfig
 from ...editing.evaluate import counterfact_requests, evaluate_edits
 from ...editing.suit import SUIT, SUITConfig
-from .. import dike
-from ..dike.experiment import REAL_MODEL, baseline_knobs, nullspace_metrics, plot_rloc_by_level, prepare, summarise
 from . import BASELINES, METHODS, Cfg
 
 
@@ -139,7 +147,7 @@ def plots(run_dir, per_seed, cfg):
     import numpy as np
 
     figs = [("rloc_by_level", plot_rloc_by_level(run_dir, per_seed, list(METHODS), "SUIT"))]
-    settings = [s for s in dike.SETTINGS if any(f"suit_efficacy_{s}" in m for m in per_seed.values())]
+    settings = [s for s in SETTINGS if any(f"suit_efficacy_{s}" in m for m in per_seed.values())]
     fig, axes = plt.subplots(1, len(settings), figsize=(5 * len(settings), 3.6), squeeze=False)
     for ax, s in zip(axes[0], settings):
         for meth in METHODS:

@@ -7,7 +7,7 @@ for the exact "No Answer" on unanswerables, 0 for false abstention). RL raises E
 unanswerables over pure SFT (+20 % TP); SFT is over-confident; too many unanswerables in RL collapse the policy into
 always abstaining.
 
-Protocol (TimeQA and Qwen2.5 are out of reach on a 2-core CPU; the paper's pipeline on `iclr26.worlds.abstention`).
+Protocol (TimeQA and Qwen2.5 are out of reach on a 2-core CPU; the paper's pipeline on `iclr26.rlft.abstention.world`).
 A micro llama with an exact word tokenizer is pre-trained once (cached) on prompt + rationale texts with 10 %
 unanswerables (a CoT warm start standing in for the instruct model; a separate world seed). Per seed: CoT-SFT with TRL's
 `SFTTrainer` on `n_sft` rationales with a small share (10 %) of unanswerables, epochs chosen by validation EM (early

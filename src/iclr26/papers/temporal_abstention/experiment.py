@@ -11,9 +11,9 @@ from transformers.utils import logging as hf_logging
 
 from iclr26.core.locks import cached_json
 from iclr26.core.paths import trained_cache_dir
-from iclr26.probing.tuning import tune_on_grid
+from iclr26.core.tuning import tune_on_grid
 from iclr26.rlft.abstention import AbstentionReward, abstention_metrics
-from iclr26.worlds.abstention import make_temporal_qa
+from iclr26.rlft.abstention.world import make_temporal_qa
 
 from . import Cfg, units
 from .policy import base_policy, tokenizer, untrained_policy

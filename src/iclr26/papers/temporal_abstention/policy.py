@@ -15,7 +15,7 @@ from iclr26.core.paths import trained_cache_dir
 from iclr26.lm.tiny import tiny_model
 from iclr26.lm.train import TrainConfig
 from iclr26.rlft.abstention import exact_word_tokenizer
-from iclr26.worlds.abstention import make_temporal_qa, vocabulary
+from iclr26.rlft.abstention.world import make_temporal_qa, vocabulary
 
 BASE_SEED = 10_000  # world seed of the base texts, disjoint from every reproduction seed's data
 

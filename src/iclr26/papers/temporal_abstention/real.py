@@ -35,7 +35,7 @@ from iclr26.rlft.abstention import (
     sft_config,
     sft_dataset,
 )
-from iclr26.worlds.abstention import make_temporal_qa
+from iclr26.rlft.abstention.world import make_temporal_qa
 
 REAL_MODEL = "smollm2-135m"
 NATURAL = 0.25  # unanswerable share of the validation, held-out and RL questions (as the micro reproduction)

@@ -18,7 +18,7 @@ import torch
 
 from iclr26.core.units import cached_unit, code_digest, unit_path
 from iclr26.rlft.abstention import AbstentionReward, em_only_reward
-from iclr26.worlds.abstention import make_temporal_qa
+from iclr26.rlft.abstention.world import make_temporal_qa
 
 from . import Cfg
 from .stages import NATURAL, clone, cot_sft, grpo
@@ -55,7 +55,7 @@ def arm_setup(cfg: Cfg, seed: int, arm: str):
 @functools.lru_cache(maxsize=1)
 def _code() -> str:
     import iclr26.rlft.abstention as rl
-    import iclr26.worlds.abstention as world
+    import iclr26.rlft.abstention.world as world
 
     here = Path(__file__).parent
     files = [*sorted(Path(rl.__file__).parent.glob("*.py")), Path(world.__file__)]

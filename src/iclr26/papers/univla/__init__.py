@@ -9,7 +9,8 @@ model post-training lifts LIBERO from 48.5 (none) to 94.2, LIBERO-Long from 17.4
 largest on long tasks and with little fine-tuning data (CALVIN with 10% data: 3.19 vs 0.15).
 
 Protocol (Emu3-8.5B, LIBERO and 622k videos are out of reach: `iclr26.embodied.univla` on ToyTable,
-`iclr26.worlds.toytable`). Per seed: a patch VQ (k-means codebook) and a FAST DCT tokeniser; a post-training corpus of
+`iclr26.embodied.univla.world`). Per seed: a patch VQ (k-means codebook) and a FAST DCT tokeniser; a post-training
+corpus of
 expert videos of *another robot* (different action space); one tiny Llama per arm, post-trained for the same number of
 steps with the arm's sequences, then fine-tuned to convergence by one rule for every arm (action-token loss, history
 1 + 1 frames, chunk 2; reduce-on-plateau LR and early stopping on the validation demos' action loss, the step cap only

@@ -23,7 +23,7 @@ from iclr26.embodied.univla import (
     rollout_batch,
     train,
 )
-from iclr26.worlds.toytable import WORDS, ToyTableEnv, expert_episode
+from iclr26.embodied.univla.world import WORDS, ToyTableEnv, expert_episode
 
 from . import POST_TASK, Cfg
 

@@ -8,7 +8,7 @@ same-style experts (KIS), train together with the most similar old expert (ECAS)
 penalty (SSC), new experts are kept orthogonal to old ones (ESOC), a style-specific chain of thought is supervised
 before the action (NSCoT), and test episodes retrieve their expert from instruction and observation (TAKA).
 
-Protocol (Matterport3D and a 7B LLM are out of reach: minigrid houses, `iclr26.worlds.lifelong_nav`; a small MLP
+Protocol (Matterport3D and a 7B LLM are out of reach: minigrid houses, `iclr26.embodied.uniwalker.world`; a small MLP
 policy, `iclr26.embodied.uniwalker`). Per seed: pre-training scenes (all styles) train the frozen base W0; then a
 sequence of lifelong tasks (one new scene each, styles cycling VLN, OLN, DUN) and three unseen scenes (one per
 style). Imitation of the BFS expert's shortest paths; every learner trains each task to early stopping on the task's

@@ -30,7 +30,7 @@ from iclr26.embodied.uniwalker import (
 )
 from iclr26.embodied.uniwalker.lifelong import fisher_batches, task_features, val_nll
 from iclr26.embodied.uniwalker.methods import Learner
-from iclr26.worlds.lifelong_nav import N_THOUGHT, STYLES, WORDS, LifelongNavEnv, demos, make_scene
+from iclr26.embodied.uniwalker.world import N_THOUGHT, STYLES, WORDS, LifelongNavEnv, demos, make_scene
 
 from . import ABLATIONS, Cfg
 

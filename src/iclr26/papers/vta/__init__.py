@@ -7,7 +7,7 @@ A time-series backbone is then conditioned on attributes (min, max, mean) of the
 alignment layer, trained with conditioning dropout and used with classifier-free guidance. Claim: the combination
 (VTA) has the lowest MSE / MAE among forecasters, and GRPO makes the reasoner better than supervised training alone.
 
-Protocol (real stocks and a 7B LLM are out of reach; the paper's pipeline on `iclr26.worlds.market`). Per seed: a
+Protocol (real stocks and a 7B LLM are out of reach; the paper's pipeline on `iclr26.rlft.vta.world`). Per seed: a
 regime-switching market (up / down / mean-reverting / volatile, mean duration 40 days, Student-t noise), closes
 standardised per stock on the train days, chronological 70/10/20 split, windows L = H = 10. Indicators by `ta` on
 the whole past series. The reasoner is a micro llama with an exact word tokenizer: prompt = the window's past

@@ -9,7 +9,7 @@ import numpy as np
 
 from iclr26.rlft.vta import ReturnBins, indicator_states, indicators
 from iclr26.rlft.vta.annotate import STATE_WORDS, WARMUP
-from iclr26.worlds.market import REGIMES, make_market, oracle_paths
+from iclr26.rlft.vta.world import REGIMES, make_market, oracle_paths
 
 BINS = ReturnBins()
 PAST = ReturnBins(quantum=0.01, max_bin=10)  # past returns in the prompt, 1 % bins

@@ -11,7 +11,7 @@ import numpy as np
 import torch
 from transformers.utils import logging as hf_logging
 
-from iclr26.probing.tuning import tune_on_grid
+from iclr26.core.tuning import tune_on_grid
 from iclr26.rlft.vta import ConditionalForecaster, DLinear, ForecasterConfig, RevINMLP, fit, path_stats
 from iclr26.rlft.vta.forecaster import val_mse
 

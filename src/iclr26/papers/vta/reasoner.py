@@ -16,7 +16,7 @@ from transformers import PrinterCallback, TrainerCallback
 
 from iclr26.core.locks import cached_json
 from iclr26.core.paths import trained_cache_dir
-from iclr26.probing.tuning import tune_on_grid
+from iclr26.core.tuning import tune_on_grid
 from iclr26.rlft.abstention import ScoreStopping, generate
 from iclr26.rlft.vta import (
     TimeGRPOReward,

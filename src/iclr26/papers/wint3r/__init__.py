@@ -7,7 +7,7 @@ all past compact camera tokens is read by the camera head. The paper's ablations
 state only) or the overlap worsens Chamfer (Table 5); removing the pool strongly worsens the pose metrics (Table 6);
 speed stays real-time (17 FPS).
 
-Protocol (`iclr26.vision.wint3r`, world `iclr26.worlds.raycast_rooms`). Per seed: ray-cast rooms with exact depth and
+Protocol (`iclr26.vision.wint3r`, world `iclr26.vision.wint3r.world`). Per seed: ray-cast rooms with exact depth and
 poses; training sequences of 8 frames, a validation set of 8-frame sequences (early stopping), long test streams of
 24 frames in unseen rooms. Four arms of the same tiny model (same parameter count, same initialisation seed): full
 (w 4, stride 2, pool), no overlap (stride 4), no window (w 1: state only, CUT3R-like), no pool (camera head sees its

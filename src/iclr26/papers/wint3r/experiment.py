@@ -12,7 +12,7 @@ from iclr26.core.threads import run_threads
 from iclr26.vision.wint3r import evaluate, reconstruct, trivial_baseline
 from iclr26.vision.wint3r.geometry import umeyama
 from iclr26.vision.wint3r.train import frames_per_second, gt_world
-from iclr26.worlds.raycast_rooms import make_streams
+from iclr26.vision.wint3r.world import make_streams
 
 from . import ARMS, Cfg, units
 

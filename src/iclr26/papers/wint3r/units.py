@@ -17,7 +17,7 @@ import torch
 
 from iclr26.core.units import cached_unit, code_digest, unit_path
 from iclr26.vision.wint3r import TrainConfig, WinT3R, WinT3RConfig, train
-from iclr26.worlds.raycast_rooms import make_streams
+from iclr26.vision.wint3r.world import make_streams
 
 from . import ARM_CFG, ARMS, Cfg
 
@@ -44,7 +44,7 @@ def new_model(cfg: Cfg, seed: int, arm: str) -> WinT3R:
 @functools.lru_cache(maxsize=1)
 def _code() -> str:
     import iclr26.vision.wint3r as vis
-    import iclr26.worlds.raycast_rooms as world
+    import iclr26.vision.wint3r.world as world
 
     return code_digest([*sorted(Path(vis.__file__).parent.glob("*.py")), Path(world.__file__), Path(__file__)])
 

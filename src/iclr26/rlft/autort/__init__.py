@@ -5,7 +5,7 @@ downgraded target chosen by the First Inverse Rate (Eq. 4, FIR).
 The generator is a compact torch policy over abstract strategy tokens (`StrategyPolicy`, the reproduction's) or any
 Hugging Face causal LM decoding under the same constraints (`LMStrategyPolicy`), trained by PPO with a KL penalty to
 its initial state; it runs against any environment with the staged interface of
-`iclr26.worlds.redteam.RedTeamEnv` (`reset`, `consistent`, `query_downgrade`, `query_target`). The world is abstract:
+`iclr26.rlft.autort.world.RedTeamEnv` (`reset`, `consistent`, `query_downgrade`, `query_target`). The world is abstract:
 no harmful text is involved.
 """
 

@@ -30,7 +30,7 @@ from .pruning import DynamicStrategyPruner, multi_hot
 
 class AutoRT:
     """``AutoRT(policy, env, cfg).train()``; ``env`` has ``reset``, ``consistent``, ``query_target`` and, for PRT,
-    ``query_downgrade`` and ``target_queries`` (`iclr26.worlds.redteam.RedTeamEnv`)."""
+    ``query_downgrade`` and ``target_queries`` (`iclr26.rlft.autort.world.RedTeamEnv`)."""
 
     def __init__(self, policy: StrategyPolicy, env, cfg: AutoRTConfig | None = None, embed=None):
         self.policy, self.env, self.cfg = policy, env, cfg or AutoRTConfig()

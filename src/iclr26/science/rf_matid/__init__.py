@@ -2,7 +2,7 @@
 a benchmark for RF material identification from wide-band (4–43.5 GHz) reflection spectra. This package holds the
 benchmark's definition (:mod:`.benchmark`: frequency protocols, the seven splits, complex whitening), classifiers
 (:mod:`.models`, :mod:`.train`) and a loader for the real files (:mod:`.loader`); the generator of synthetic spectra
-is :mod:`iclr26.worlds.rf_materials`."""
+is :mod:`iclr26.science.rf_matid.world`."""
 
 from .benchmark import (
     PROTOCOLS,

@@ -91,7 +91,7 @@ def complex_whiten(H: np.ndarray) -> np.ndarray:
 def time_view(H: np.ndarray, pad_factor: int = 5, decimate: int = 3) -> np.ndarray:
     """Time-domain view [n, T, 1]: |IFFT(Hann · H)| zero-padded, every `decimate`-th sample, z-scored per sample
     (official TD loader: amplitude[::3], (x − mean) / std)."""
-    from iclr26.worlds.rf_materials import to_time_domain
+    from iclr26.science.rf_matid.world import to_time_domain
 
     t = to_time_domain(H, pad_factor)[:, ::decimate]
     t = (t - t.mean(1, keepdims=True)) / (t.std(1, keepdims=True) + 1e-12)

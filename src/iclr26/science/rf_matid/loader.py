@@ -47,7 +47,7 @@ def _read_csv(path: str) -> np.ndarray:
 def load_rfmatid(root: str, max_per_folder: int | None = None):
     """Read `root` (the `frequency_domain` folder) into an `RFDataset` (H complex [n, 2048], f in GHz, labels,
     distances, angles). `max_per_folder` caps the sweeps read per (class, d, θ) folder."""
-    from iclr26.worlds.rf_materials import RFDataset
+    from iclr26.science.rf_matid.world import RFDataset
 
     folders = sorted(p for p in glob.glob(os.path.join(root, "*")) if os.path.isdir(p))
     if not folders:

@@ -69,7 +69,7 @@ class GaussianScene3D(nn.Module):
 
     @classmethod
     def from_sequence(cls, seq, n_gaussians: int, dynamic_frac: float = 0.25, seed: int = 0, **kw):
-        """From a `iclr26.worlds.street3d.Sequence3D` (its cameras and LiDAR-like points)."""
+        """From a `iclr26.vision.gs_perception.world_street3d.Sequence3D` (its cameras and LiDAR-like points)."""
         h, w = seq.frames.shape[2:]
         return cls(n_gaussians, seq.rot, seq.trans, seq.k, h, w, seq.points, seq.point_colours, seq.point_is_object,
                    dynamic_frac, seed, **kw)  # fmt: skip
