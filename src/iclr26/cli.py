@@ -93,7 +93,15 @@ def cmd_show(args) -> int:
             "package": f"iclr26.{card.package}", "status": status_of(card.slug, args.runs)}  # fmt: skip
     if mod is not None:
         data["claims"] = [
-            {"id": c.id, "statement": c.statement, "paper": c.paper, "checks": [k.describe() for k in c.checks]}
+            {
+                "id": c.id,
+                "statement": c.statement,
+                "paper": c.paper,
+                "checks": [k.describe() for k in c.checks],
+                "role": c.role,
+                "requires": list(c.requires),
+                "ungated": c.ungated,
+            }  # fmt: skip
             for c in mod.CLAIMS
         ]
         data["accepts_model"] = bool(getattr(mod, "ACCEPTS_MODEL", False))
@@ -120,7 +128,12 @@ def cmd_show(args) -> int:
         _print_config(data)
     print("\nClaims:")
     for c in mod.CLAIMS:
-        print(f"  [{c.id}] {c.statement}")
+        kind = "" if c.role == "claim" else f"(gate: {c.role}) "
+        print(f"  [{c.id}] {kind}{c.statement}")
+        if c.requires:
+            print(f"      gates: {', '.join(c.requires)}")
+        if c.ungated:
+            print(f"      no gate: {c.ungated}")
         if c.paper:
             print(f"      paper (its setting): {c.paper}")
         for chk in c.checks:
@@ -160,7 +173,8 @@ def _secs(v) -> str:
 
 
 def _print_claim(c: dict) -> None:
-    print(f"  [{c['id']}] {c['verdict']:15s} {c['statement']}")
+    kind = "" if c.get("role", "claim") == "claim" else f"(gate: {c['role']}) "
+    print(f"  [{c['id']}] {c['verdict']:15s} {kind}{c['statement']}")
     if c.get("note"):
         print(f"      {c['note']}")
     for k in c["checks"]:

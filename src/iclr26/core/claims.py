@@ -27,6 +27,9 @@ Both cut-offs are strict, so a bound that equals the margin is inconclusive. Fur
   inconclusive, with a note saying so.
 - A claim with several checks (e.g. "beats each of three baselines") takes the worst verdict of its checks.
 - A claim may name a boolean config field in ``when``; at a scale where that field is false the claim is "not run".
+- A claim may ``require`` other claims of its card (gates: a testbed check, headroom, a control, budget parity, a
+  non-degenerate arm; see :mod:`iclr26.core.gates`). When a gate does not hold, the claim is **not testable** here:
+  its checks are still computed and shown, but it is neither reproduced nor not reproduced.
 """
 
 from __future__ import annotations
@@ -39,13 +42,18 @@ REPRODUCED = "reproduced"
 NOT_REPRODUCED = "not reproduced"
 INCONCLUSIVE = "inconclusive"
 NOT_RUN = "not run"
+NOT_TESTABLE = "not testable"
+VERDICTS = (REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE, NOT_TESTABLE, NOT_RUN)
+# what a claim is: a paper's claim, or a gate of one of these kinds (iclr26.core.gates)
+ROLES = ("claim", "testbed", "headroom", "positive control", "negative control", "budget", "non-degenerate", "sanity")
 LEVEL = 0.05  # one-sided level of both tests
 _ORDER = {NOT_REPRODUCED: 0, INCONCLUSIVE: 1, REPRODUCED: 2}
 RULE = (
     f"per seed d = ±(lhs − rhs); one-sided Student-t over seeds at level {LEVEL:g}: reproduced if the lower "
     f"{1 - LEVEL:.0%} bound of mean(d) exceeds the margin, not reproduced if the upper bound is below it, "
     "inconclusive otherwise; a missing or NaN metric is a failed seed (no 'reproduced' with failed seeds); "
-    "seed-independent metrics are declared deterministic and decided on their value against a non-zero margin"
+    "seed-independent metrics are declared deterministic and decided on their value against a non-zero margin; "
+    "a claim whose gate (testbed, headroom, control, budget parity, non-degenerate arm) does not hold is not testable"
 )
 _MAX_SEEDS = 10_000
 
@@ -87,13 +95,26 @@ class Check:
         return [self.lhs] + ([self.rhs] if isinstance(self.rhs, str) else [])
 
 
+def fails(check: Check) -> Check:
+    """The check that holds when ``check`` is bounded below its margin: ``lhs − rhs < margin`` for ``>``.
+
+    It is reproduced exactly when ``check`` itself is *not reproduced* (the upper bound of its effect lies below its
+    margin), so a negative control is written as a gate on the control arm: ``fails(Check("junk_acc", ">",
+    "base_acc", 0.02))`` holds when the junk arm is shown not to beat the baseline by the claim's margin."""
+    flip = "<" if check.direction == ">" else ">"
+    return Check(check.lhs, flip, check.rhs, -check.margin, check.deterministic)
+
+
 @dataclass(frozen=True)
 class Claim:
     """One claim of a paper, as data.
 
     id: short key; statement: what the paper claims, in words; checks: how we test it at our scale;
     paper: the paper's own numbers with their setting (shown beside ours, labelled as a different setting);
-    when: a boolean config field; the claim is "not run" at scales where it is false (e.g. "smollm2").
+    when: a boolean config field; the claim is "not run" at scales where it is false (e.g. "smollm2");
+    requires: ids of the claims of this card that are its gates (testable only when every one holds);
+    role: "claim" for a paper's claim, else the kind of gate this claim is (see ROLES and core.gates);
+    ungated: for a paper claim that can have no gate (a closed-form identity, a deterministic theory statement): why.
     """
 
     id: str
@@ -102,10 +123,26 @@ class Claim:
     paper: str = ""
     note: str = ""
     when: str = ""
+    requires: tuple[str, ...] = ()
+    role: str = "claim"
+    ungated: str = ""
 
     def __post_init__(self):
         if not self.checks:
             raise ValueError(f"claim {self.id!r} has no checks")
+        if isinstance(self.requires, str) or not all(isinstance(g, str) for g in self.requires):
+            raise ValueError(f"claim {self.id!r}: requires must be a tuple of claim ids, got {self.requires!r}")
+        object.__setattr__(self, "requires", tuple(self.requires))
+        if self.role not in ROLES:
+            raise ValueError(f"claim {self.id!r}: role {self.role!r} is not one of {', '.join(ROLES)}")
+        if self.ungated and self.role != "claim":
+            raise ValueError(f"claim {self.id!r}: only a paper claim (role 'claim') declares itself ungated")
+        if self.ungated and self.requires:
+            raise ValueError(f"claim {self.id!r} has gates and declares itself ungated: choose one")
+
+    @property
+    def is_gate(self) -> bool:
+        return self.role != "claim"
 
     def metrics(self) -> list[str]:
         return sorted({m for c in self.checks for m in c.metrics()})
@@ -154,6 +191,10 @@ class ClaimVerdict:
     paper: str = ""
     rule: str = RULE
     note: str = ""
+    role: str = "claim"
+    requires: list[str] = field(default_factory=list)
+    measured: str = ""  # the verdict of its own checks, before gating (equal to verdict unless not testable)
+    gates: list[dict] = field(default_factory=list)  # [{id, role, verdict}] of its gates
 
     def to_dict(self) -> dict:
         return asdict(self)

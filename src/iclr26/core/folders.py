@@ -66,14 +66,32 @@ def status_of(slug: str, out: str | Path = "runs") -> str:
     if scale_of(run) == "smoke":
         return "method (smoke run only)"
     try:
-        verdicts = [c["verdict"] for c in read_json(run / "verdicts.json")["claims"]]
+        verdicts = [c["verdict"] for c in paper_claims(read_json(run / "verdicts.json")["claims"])]
     except (UserError, KeyError):
         return f"unreadable ({scale_of(run)})"
     stale = ", stale" if is_stale(run, card) else ""
     return f"{summarise(verdicts)} ({scale_of(run)}{stale})"
 
 
+def paper_claims(claims: list[dict]) -> list[dict]:
+    """The paper's own claims of a verdicts list (gates left out; a record from before gates counts every claim)."""
+    return [c for c in claims if c.get("role", "claim") == "claim"]
+
+
+def verdict_counts(claims: list[dict]) -> dict[str, int]:
+    """{verdict: n} over the paper's claims, and gates held / gates evaluated (a gate not run is not counted)."""
+    from .claims import VERDICTS
+
+    own = paper_claims(claims)
+    out = {v: sum(c["verdict"] == v for c in own) for v in VERDICTS}
+    gates = [c for c in claims if c.get("role", "claim") != "claim" and c["verdict"] != "not run"]
+    out["gates held"] = sum(c["verdict"] == "reproduced" for c in gates)
+    out["gates"] = len(gates)
+    return out
+
+
 def summarise(verdicts: list[str]) -> str:
+    """One word for a paper from its claims' verdicts (pass the paper's claims, not its gates)."""
     verdicts = [v for v in verdicts if v != "not run"]
     if verdicts and all(v == "reproduced" for v in verdicts):
         return "reproduced"
@@ -81,4 +99,6 @@ def summarise(verdicts: list[str]) -> str:
         return "partial"
     if any(v == "not reproduced" for v in verdicts):
         return "not reproduced"
+    if verdicts and all(v == "not testable" for v in verdicts):
+        return "not testable"
     return "inconclusive"

@@ -40,10 +40,17 @@ class PaperCard:
         return "iclr26.papers." + self.slug.replace("-", "_")
 
     def module(self) -> ModuleType | None:
-        """The reproduction module, or None when the paper has none yet."""
+        """The reproduction module (its claims and gates checked: unknown gate ids or a cycle are an error), or None
+        when the paper has none yet."""
         if importlib.util.find_spec(self.module_name) is None:
             return None
-        return importlib.import_module(self.module_name)
+        mod = importlib.import_module(self.module_name)
+        if not getattr(mod, "_claims_checked", False):
+            from .gates import validate
+
+            validate(mod.CLAIMS, where=f"paper {self.slug!r}")
+            mod._claims_checked = True
+        return mod
 
     def experiment(self) -> ModuleType:
         """The module that holds `run` (and optionally `plots`): the card itself, or the package's `experiment`."""

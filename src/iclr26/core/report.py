@@ -19,11 +19,9 @@ from pathlib import Path
 from .claims import RULE
 from .errors import UserError
 from .figures import save_figures
-from .folders import SCALES, completed_runs, is_stale, scale_of, summarise
+from .folders import SCALES, completed_runs, is_stale, paper_claims, scale_of, summarise, verdict_counts
 from .jsonio import atomic_write_text, read_json
 from .registry import PAPERS
-
-VERDICTS = ("reproduced", "inconclusive", "not reproduced", "not run")
 
 
 def _fmt(x) -> str:
@@ -126,9 +124,9 @@ def build_report(runs_dir: str | Path = "runs", out: str | Path = "reports", inc
 
 def _row(card, run: Path, data: dict, stale: bool) -> dict:
     v = data["verdicts"]
-    counts = {k: sum(c["verdict"] == k for c in v["claims"]) for k in VERDICTS}
+    counts = verdict_counts(v["claims"])
     return {"slug": card.slug, "scale": scale_of(run), "seeds": v.get("seeds"), "counts": counts,
-            "status": summarise([c["verdict"] for c in v["claims"]]), "seconds": v.get("seconds"),
+            "status": summarise([c["verdict"] for c in paper_claims(v["claims"])]), "seconds": v.get("seconds"),
             "peak": v.get("peak_rss_mb"), "commit": v.get("commit"), "stale": stale}  # fmt: skip
 
 
@@ -137,12 +135,15 @@ def _summary_cells(r: dict) -> list[str]:
     mins = f"{r['seconds'] / 60:.1f} min" if isinstance(r["seconds"], (int, float)) else "–"
     peak = f"{r['peak']:.0f} MB" if isinstance(r["peak"], (int, float)) else "–"
     status = r["status"] + (" (plumbing check)" if r["scale"] == "smoke" else "") + (" — STALE" if r["stale"] else "")
-    return [r["slug"], status, r["scale"], str(r["seeds"]), str(c["reproduced"]), str(c["inconclusive"]),
-            str(c["not reproduced"]), str(c["not run"]), mins, peak, str(r["commit"] or "–")]  # fmt: skip
+    gates = f"{c['gates held']} of {c['gates']}" if c["gates"] else "–"
+    return [r["slug"], status, r["scale"], str(r["seeds"]), str(c["reproduced"]), str(c["not reproduced"]),
+            str(c["inconclusive"]), str(c["not testable"]), str(c["not run"]), gates, mins, peak,
+            str(r["commit"] or "–")]  # fmt: skip
 
 
-HEADERS = ["paper", "status", "scale", "seeds", "reproduced", "inconclusive", "not reproduced", "not run",
-           "run time", "peak memory", "commit"]  # fmt: skip
+# verdict counts are over the paper's claims; gates (testbed checks, controls, budget parity) are counted apart
+HEADERS = ["paper", "status", "scale", "seeds", "reproduced", "not reproduced", "inconclusive", "not testable",
+           "not run", "gates held", "run time", "peak memory", "commit"]  # fmt: skip
 
 
 def _write(out: Path, rows, sections_md, sections_html, skipped) -> None:
@@ -169,6 +170,7 @@ def _write(out: Path, rows, sections_md, sections_html, skipped) -> None:
         "table{border-collapse:collapse;margin:.5em 0}"
         "td,th{border:1px solid #ccc;padding:3px 6px;font-size:13px;vertical-align:top}"
         ".reproduced{background:#d4f4d4}.not{background:#f8d0d0}.inconclusive{background:#fff3c4}.notrun{color:#888}"
+        ".nottestable{background:#dde6f2}tr.gate td:first-child{padding-left:1.5em;font-style:italic}"
         ".smoke{color:#888;background:#f2f2f2}section.smoke{padding:.2em 1em;border:1px dashed #bbb}"
         "img{max-width:100%}</style></head><body><h1>iclr26 — claims vs measurements</h1>"
         f"<p>Verdict rule: {html.escape(RULE)}.</p>"
@@ -177,7 +179,17 @@ def _write(out: Path, rows, sections_md, sections_html, skipped) -> None:
 
 
 def _css(v: str) -> str:
-    return {"reproduced": "reproduced", "not reproduced": "not", "not run": "notrun"}.get(v, "inconclusive")
+    css = {"reproduced": "reproduced", "not reproduced": "not", "not run": "notrun", "not testable": "nottestable"}
+    return css.get(v, "inconclusive")
+
+
+def _claim_label(c: dict) -> str:
+    """The claim's statement; a gate is labelled with its kind, a gated claim with the gates it needs."""
+    role = c.get("role", "claim")
+    text = c["statement"] if role == "claim" else f"[gate: {role}] {c['statement']}"
+    if c.get("requires"):
+        text += f" (gates: {', '.join(c['requires'])})"
+    return text
 
 
 def _section(card, run: Path, data: dict, plot_out: Path, stale: bool) -> tuple[str, str]:
@@ -208,10 +220,14 @@ def _section(card, run: Path, data: dict, plot_out: Path, stale: bool) -> tuple[
     for c in verdicts["claims"]:
         ours = "<br>".join(html.escape(_ours(k)) for k in c["checks"]) or html.escape(c.get("note", ""))
         checks = [_check_text(k) for k in c["checks"]] or [c.get("note", "")]
-        md.append(f"| {c['statement']} | {c.get('paper', '')} | {'; '.join(_ours(k) for k in c['checks'])} | "
+        if c["checks"] and c.get("note"):  # e.g. which gate made it not testable
+            checks.append(c["note"])
+        label, gate = _claim_label(c), c.get("role", "claim") != "claim"
+        md.append(f"| {label} | {c.get('paper', '')} | {'; '.join(_ours(k) for k in c['checks'])} | "
                   f"{'; '.join(checks)} | **{c['verdict']}** |")  # fmt: skip
         h.append(
-            f"<tr><td>{html.escape(c['statement'])}</td><td>{html.escape(c.get('paper', ''))}</td><td>{ours}</td>"
+            f"<tr{' class=gate' if gate else ''}><td>{html.escape(label)}</td>"
+            f"<td>{html.escape(c.get('paper', ''))}</td><td>{ours}</td>"
             f"<td>{'<br>'.join(html.escape(x) for x in checks)}</td>"
             f"<td class='{_css(c['verdict'])}'><b>{html.escape(c['verdict'])}</b></td></tr>"
         )

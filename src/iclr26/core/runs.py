@@ -29,11 +29,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .claims import RULE, aggregate, verdict
+from .claims import RULE, aggregate
 from .config import apply_overrides
 from .errors import UserError, unwritable
 from .figures import save_figures
 from .folders import SCALES, code_of
+from .gates import evaluate
 from .jsonio import _jsonable, atomic_write_json, config_hash, read_json
 from .registry import PaperCard, get_paper
 from .seeding import peak_rss_mb, seed_everything
@@ -215,7 +216,7 @@ def _run_locked(card, mod, cfg, scale, seeds, model, run_dir, version, force, qu
         if tuple(done.get("seeds", ())) == seeds:
             metrics = read_json(run_dir / "metrics.json")
             per_seed = {int(k): v for k, v in metrics["per_seed"].items()}
-            claims = [verdict(c, [per_seed[s] for s in seeds], cfg).to_dict() for c in mod.CLAIMS]  # current rule
+            claims = [v.to_dict() for v in evaluate(mod.CLAIMS, [per_seed[s] for s in seeds], cfg)]  # current rule
             res = RunResult(card, run_dir, per_seed, metrics["aggregate"], claims, skipped=True, info=done)
             res.seconds, res.stale = done.get("seconds", 0.0), done.get("code") != code
             return res
@@ -262,7 +263,7 @@ def _run_locked(card, mod, cfg, scale, seeds, model, run_dir, version, force, qu
             save_figures(run_dir, exp.plots(run_dir, per_seed, cfg))
         except Exception as exc:  # a broken plot must not lose the measurements
             append_log(run_dir, f"plotting failed: {exc!r}")
-    claims = [verdict(c, values, cfg).to_dict() for c in mod.CLAIMS]  # a misspelt metric name raises here
+    claims = [v.to_dict() for v in evaluate(mod.CLAIMS, values, cfg)]  # a misspelt metric name raises here
     seconds = time.time() - t0
     info = {
         "seeds": list(seeds),
