@@ -3,7 +3,7 @@
 The rule lives in `iclr26.papers.mlr.tuning`: every stage (single-policy SFT, the planner LoRA's SFT, MLR's Step-DPO,
 GRPO) gets the lr with the best validation score on a factor-2 grid that `iclr26.core.tuning.tune_on_grid` extends
 past edge picks, on tuning seed 100. This script fills the same cache and prints the result.
-Usage: `/work/helpers/heavy python benchmarks/mlr_lr.py [smoke|quick|full]` (quick by default).
+Usage: `python benchmarks/mlr_lr.py [smoke|quick|full]` (quick by default; run it alone on the machine).
 """
 
 from __future__ import annotations

@@ -50,16 +50,28 @@ def _dump(obj) -> None:
 
 
 def cmd_list(args) -> int:
+    from .cli_records import recorded_cell, recorded_summary
+
     rows = [
-        {"slug": s, "status": status_of(s, args.runs), "field": c.field, "title": c.title} for s, c in PAPERS.items()
+        {
+            "slug": s,
+            "status": status_of(s, args.runs),
+            "recorded": recorded_summary(s, args.results),
+            "field": c.field,
+            "title": c.title,
+        }  # fmt: skip
+        for s, c in PAPERS.items()
     ]
     if args.json:
         _dump(rows)
         return 0
-    print(f"{'slug':22s} {'status (scale of the run it comes from)':40s} {'field':10s} title")
+    print(f"{'slug':22s} {'recorded verdicts (results/)':36s} {'latest run here':28s} {'field':10s} title")
     for r in rows:
-        print(f"{r['slug']:22s} {r['status']:40s} {r['field']:10s} {r['title'][:60]}")
-    print(f"\n{len(PAPERS)} papers; {len(reproducible())} with a reproduction. Smoke runs are plumbing checks only.")
+        print(f"{r['slug']:22s} {recorded_cell(r['recorded']):36s} {r['status']:28s} {r['field']:10s} "
+              f"{r['title'][:40]}")  # fmt: skip
+    print(f"\n{len(PAPERS)} papers; {len(reproducible())} with a reproduction. Recorded verdicts count the paper's "
+          "claims (rep reproduced, not not reproduced, inc inconclusive, n/t not testable: a gate did not hold); "
+          "smoke runs are plumbing checks only.")  # fmt: skip
     return 0
 
 
@@ -109,6 +121,10 @@ def cmd_show(args) -> int:
         if args.config:
             data["config"] = _config_table(mod)
             data["expected_seconds"] = _expected(mod, card, args.runs)
+    from .cli_records import print_recorded, recorded_summary
+
+    if mod is not None:
+        data["recorded"] = recorded_summary(card.slug, args.results)
     run = latest_run(card.slug, args.runs)
     if run is not None:
         from .core.folders import is_stale
@@ -138,6 +154,7 @@ def cmd_show(args) -> int:
             print(f"      paper (its setting): {c.paper}")
         for chk in c.checks:
             print(f"      check: {chk.describe()}")
+    print_recorded(card.slug, args.results)
     if run is not None:
         last = data["last_run"]
         stale = "  STALE: measured by other code than this checkout's; rerun with --force" if last["stale"] else ""
@@ -213,6 +230,10 @@ def cmd_run(args) -> int:
         _dump(res.to_dict())
     else:
         _print_result(res)
+    if args.record:
+        from .cli_records import record_after_run
+
+        record_after_run(res, args.results)
     return 0
 
 
@@ -245,7 +266,8 @@ def cmd_reproduce(args) -> int:
 def cmd_report(args) -> int:
     from .core.report import build_report
 
-    path = build_report(args.runs, args.report, include_smoke=args.include_smoke)
+    path = build_report(args.runs, args.report, include_smoke=args.include_smoke, recorded=args.recorded,
+                        results=args.results)  # fmt: skip
     print(f"report: {path} and {path.with_suffix('.md')}")
     return 0
 
@@ -279,6 +301,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     def common(s, report=False):
         s.add_argument("--runs", default="runs", help="root of the run folders (default: runs)")
+        s.add_argument("--results", default=None, help="folder of the recorded results (default: results/)")
         if report:
             s.add_argument("--report", default="reports", help="report folder (default: reports)")
         s.add_argument("--out", action=_Out, help=argparse.SUPPRESS)
@@ -302,6 +325,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--force", action="store_true", help="rerun even if a complete run folder exists")
     s.add_argument("--json", action="store_true", help="print the result as JSON (progress still goes to stderr)")
     s.add_argument("--jobs", type=_jobs, default=None, help=_JOBS_HELP)
+    s.add_argument("--record", action="store_true", help="then write results/<slug>.json (refused for smoke runs)")
     common(s)
     s.set_defaults(func=cmd_run)
     s = sub.add_parser("reproduce", help="run every paper that has a reproduction, then the report")
@@ -315,12 +339,16 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("report", help="collect the run folders into REPORT/index.md and index.html")
     common(s, report=True)
     s.add_argument("--include-smoke", action="store_true", help="also show smoke runs (greyed: plumbing checks)")
+    s.add_argument("--recorded", action="store_true", help="build it from results/ alone (plots where a run is here)")
     s.set_defaults(func=cmd_report)
     s = sub.add_parser("compare", help="which metrics and verdicts moved between two run folders")
     s.add_argument("run_a")
     s.add_argument("run_b")
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_compare)
+    from .cli_records import add_commands
+
+    add_commands(sub)
     s = sub.add_parser("seekbench", help="SeekBench tools: `iclr26 seekbench score TRACES.jsonl` scores your traces")
     s.add_argument("rest", nargs=argparse.REMAINDER)
     s.set_defaults(func=cmd_seekbench)

@@ -92,7 +92,15 @@ def _read_run(run: Path) -> dict | None:
         return None
 
 
-def build_report(runs_dir: str | Path = "runs", out: str | Path = "reports", include_smoke: bool = False) -> Path:
+def build_report(
+    runs_dir: str | Path = "runs",
+    out: str | Path = "reports",
+    include_smoke: bool = False,
+    recorded: bool = False,
+    results: str | Path | None = None,
+) -> Path:
+    """The report from the run folders, or (``recorded``) from the recorded results alone, with each paper's plots
+    when its run folder (the one the record was measured in) is under ``runs_dir``."""
     runs_dir, out = Path(runs_dir), Path(out)
     plot_out = out / "plots"
     try:
@@ -102,6 +110,19 @@ def build_report(runs_dir: str | Path = "runs", out: str | Path = "reports", inc
 
         raise unwritable(out, exc) from exc
     rows, sections_md, sections_html, skipped = [], [], [], []
+    sources = _recorded_sources(runs_dir, results) if recorded else _run_sources(runs_dir, include_smoke, skipped)
+    for card, run, data, stale, facts, first in sources:
+        if first or scale_of(run) == "smoke":
+            rows.append(_row(card, data, stale, data["scale"]))
+        s_md, s_html = _section(card, run, data, plot_out, stale, facts)
+        sections_md.append(s_md)
+        sections_html.append(s_html)
+    rows.sort(key=lambda r: list(PAPERS).index(r["slug"]))
+    _write(out, rows, sections_md, sections_html, skipped)
+    return out / "index.html"
+
+
+def _run_sources(runs_dir: Path, include_smoke: bool, skipped: list):
     for slug, runs in _select_runs(runs_dir, include_smoke).items():
         card = PAPERS.get(slug)
         if card is None:
@@ -111,21 +132,40 @@ def build_report(runs_dir: str | Path = "runs", out: str | Path = "reports", inc
             if data is None:
                 skipped.append(str(run))
                 continue
-            stale = is_stale(run, card)
-            if i == 0 or scale_of(run) == "smoke":
-                rows.append(_row(card, run, data, stale))
-            s_md, s_html = _section(card, run, data, plot_out, stale)
-            sections_md.append(s_md)
-            sections_html.append(s_html)
-    rows.sort(key=lambda r: list(PAPERS).index(r["slug"]))
-    _write(out, rows, sections_md, sections_html, skipped)
-    return out / "index.html"
+            v = data["verdicts"]
+            data["scale"] = scale_of(run)
+            facts = (f"run folder `{run}` · commit {v.get('commit') or '–'} · wall time {_fmt(v.get('seconds'))} s · "
+                     f"peak memory {_fmt(v.get('peak_rss_mb'))} MB")  # fmt: skip
+            yield card, run, data, is_stale(run, card), facts, i == 0
 
 
-def _row(card, run: Path, data: dict, stale: bool) -> dict:
+def _recorded_sources(runs_dir: Path, results):
+    from .results import all_records, outdated
+
+    for slug, rec in all_records(results).items():
+        card = PAPERS[slug]
+        run = next((r for r in completed_runs(runs_dir) if r.parent.name == slug and _same_run(r, rec)), None)
+        data = {"verdicts": rec, "metrics": {"aggregate": rec["metrics"], "protocols": rec.get("protocols", {})},
+                "config": {"model": rec.get("model")}, "scale": rec["scale"]}  # fmt: skip
+        facts = (f"recorded {rec['recorded']} on {rec['machine']} · VERSION {rec['version']} · commit "
+                 f"{rec.get('commit') or '–'} · wall time {_fmt(rec.get('seconds'))} s · peak memory "
+                 f"{_fmt(rec.get('peak_rss_mb'))} MB")  # fmt: skip
+        why = outdated(rec, card)
+        yield card, run, data, bool(why), facts + (f" · {why.upper()}" if why else ""), True
+
+
+def _same_run(run: Path, rec: dict) -> bool:
+    try:
+        v = read_json(run / "verdicts.json")
+    except (UserError, OSError):
+        return False
+    return v.get("code") == rec.get("code") and [int(s) for s in v.get("seeds", [])] == rec.get("seeds")
+
+
+def _row(card, data: dict, stale: bool, scale: str) -> dict:
     v = data["verdicts"]
     counts = verdict_counts(v["claims"])
-    return {"slug": card.slug, "scale": scale_of(run), "seeds": v.get("seeds"), "counts": counts,
+    return {"slug": card.slug, "scale": scale, "seeds": v.get("seeds"), "counts": counts,
             "status": summarise([c["verdict"] for c in paper_claims(v["claims"])]), "seconds": v.get("seconds"),
             "peak": v.get("peak_rss_mb"), "commit": v.get("commit"), "stale": stale}  # fmt: skip
 
@@ -192,20 +232,18 @@ def _claim_label(c: dict) -> str:
     return text
 
 
-def _section(card, run: Path, data: dict, plot_out: Path, stale: bool) -> tuple[str, str]:
+def _section(card, run: Path | None, data: dict, plot_out: Path, stale: bool, facts: str) -> tuple[str, str]:
     verdicts, metrics, config = data["verdicts"], data["metrics"], data["config"]
     agg, protocols = metrics["aggregate"], metrics.get("protocols", {})
-    scale = scale_of(run)
+    scale = data["scale"]
     smoke = scale == "smoke"
     title = f"{card.slug} — {card.title} ({scale}, seeds {verdicts['seeds']})"
     anchor = f"{card.slug}-{scale}"
-    facts = (f"run folder `{run}` · commit {verdicts.get('commit') or '–'} · wall time "
-             f"{_fmt(verdicts.get('seconds'))} s · peak memory {_fmt(verdicts.get('peak_rss_mb'))} MB")  # fmt: skip
     warn = []
     if smoke:
         warn.append("Smoke scale: a plumbing check of the code path, not evidence for or against the claims.")
     if stale:
-        warn.append("STALE: measured by other code than this checkout's; rerun with --force.")
+        warn.append("STALE: measured by other code than this checkout's; rerun (and record) it.")
     md = [f"## {title}", "", f"Paper: {card.url} · method: {card.method} · {facts}", ""] + [f"**{w}**\n" for w in warn]
     if config.get("model"):
         md.append(f"Model: `{config['model']}`\n")
@@ -241,7 +279,7 @@ def _section(card, run: Path, data: dict, plot_out: Path, stale: bool) -> tuple[
         h.append(f"<tr><td>{html.escape(name)}</td><td>{_ms(a)}</td><td>{a['n']}</td><td>{failed}</td>"
                  f"<td>{html.escape(proto)}</td></tr>")  # fmt: skip
     h.append("</table></details>")
-    pngs = sorted((run / "plots").glob("*.png")) if (run / "plots").exists() else []
+    pngs = sorted((run / "plots").glob("*.png")) if run is not None and (run / "plots").exists() else []
     targets = []
     for png in pngs:
         target = plot_out / f"{card.slug}-{scale}-{png.name}"

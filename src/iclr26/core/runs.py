@@ -41,6 +41,18 @@ from .seeding import peak_rss_mb, seed_everything
 from .threads import default_threads
 
 
+def cpu_model() -> str:
+    """The processor's model name (Linux: /proc/cpuinfo), else what the platform module says."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                if line.lower().startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "unknown CPU"
+
+
 def environment() -> dict:
     from .provenance import git_commit
 
@@ -48,6 +60,7 @@ def environment() -> dict:
         "python": sys.version.split()[0],
         "platform": platform.platform(),
         "cpu_count": os.cpu_count(),
+        "cpu": cpu_model(),
         "git_commit": git_commit(),
         "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         # the threads a reproduction computes with: another count changes the order of floating-point sums, and a
