@@ -61,10 +61,10 @@ def cmd_docs(args) -> int:
     from .core import docs
 
     if args.write:
-        changed = docs.write(args.results)
+        changed = docs.write(args.results, only=args.paper)
         print("\n".join(f"wrote {p}" for p in changed) or "docs already up to date")
         return 0
-    stale = docs.drift(args.results)
+    stale = docs.drift(args.results, only=args.paper)
     if stale:
         print("out of date (run `iclr26 docs --write`): " + ", ".join(str(p) for p in stale), file=sys.stderr)
         return 1
@@ -82,6 +82,7 @@ def add_commands(sub) -> None:
     g.add_argument("--write", action="store_true", help="rewrite the generated blocks from results/")
     g.add_argument("--check", action="store_true", help="exit 1 if a generated block differs from results/")
     s.add_argument("--results", default=None, help="folder of the records (default: results/ of this checkout)")
+    s.add_argument("--paper", default=None, metavar="SLUG", help="only this paper's page (not the README)")
     s.set_defaults(func=cmd_docs)
 
 

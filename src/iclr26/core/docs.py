@@ -132,40 +132,44 @@ def _replace_block(text: str, name: str, body: str, where: str) -> str:
     return pat.sub(lambda m: f"{begin}\n{body}{END}", text, count=1)
 
 
-def expected_files(results: str | Path | None = None, root: str | Path | None = None) -> dict[Path, str]:
-    """{path: the text it should have}: every docs page, the README, results/schema.json."""
+def expected_files(
+    results: str | Path | None = None, root: str | Path | None = None, only: str | None = None
+) -> dict[Path, str]:
+    """{path: the text it should have}: every docs page, the README, results/schema.json (``only``: one page)."""
     from .results import SCHEMA, all_records, results_dir
 
     root = Path(root or _ROOT)
     results = Path(results or results_dir())
     records = all_records(results)
     out = {}
-    for slug in PAPERS:
+    for slug in [get_paper(only).slug] if only else PAPERS:
         page = root / "docs" / "papers" / f"{slug}.md"
         if not page.exists():
             continue
         version = int(getattr(get_paper(slug).module(), "VERSION", 1))
         body = claims_table(slug, records.get(slug), version)
         out[page] = _replace_block(page.read_text(encoding="utf-8"), f"{slug}.json", body, str(page.name))
+    if only:
+        return out
     readme = root / "README.md"
     out[readme] = _replace_block(readme.read_text(encoding="utf-8"), "*.json", summary_table(records), "README.md")
     out[results / "schema.json"] = json.dumps(SCHEMA, indent=2, sort_keys=True) + "\n"
     return out
 
 
-def drift(results=None, root=None) -> list[Path]:
+def drift(results=None, root=None, only: str | None = None) -> list[Path]:
     """Files whose generated parts differ from what ``iclr26 docs --write`` would write."""
-    return [p for p, text in expected_files(results, root).items()
+    return [p for p, text in expected_files(results, root, only).items()
             if not p.exists() or p.read_text(encoding="utf-8") != text]  # fmt: skip
 
 
-def write(results=None, root=None) -> list[Path]:
+def write(results=None, root=None, only: str | None = None) -> list[Path]:
     from .jsonio import atomic_write_text
 
-    changed = drift(results, root)
-    for p, text in expected_files(results, root).items():
-        if p in changed:
-            atomic_write_text(p, text)
+    expected = expected_files(results, root, only)
+    changed = [p for p, text in expected.items() if not p.exists() or p.read_text(encoding="utf-8") != text]
+    for p in changed:
+        atomic_write_text(p, expected[p])
     return changed
 
 
