@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from iclr26.core.cache import write_digest
 from iclr26.lm import loading, zoo
 
 
@@ -38,11 +39,16 @@ def test_smollm2_is_converted_once_when_two_loaders_race(tmp_path, monkeypatch):
         time.sleep(0.5)
         out.mkdir(parents=True)
         (out / "model.safetensors").write_bytes(b"x")
+        write_digest(out)  # as the real converter does
 
     monkeypatch.setattr(loading, "_convert_smollm2", fake_convert)
     _race(loading.smollm2_folder)
     assert len(calls) == 1
     assert sorted(p.name for p in (tmp_path / "models").iterdir()) == ["smollm2-135m", "smollm2-135m.lock"]
+    (tmp_path / "models" / "smollm2-135m" / "model.safetensors").write_bytes(b"")  # truncated by a crash
+    loading.smollm2_folder()
+    assert len(calls) == 2  # found unusable, moved aside, converted again
+    assert any(".corrupt-" in p.name for p in (tmp_path / "models").iterdir())
 
 
 def test_a_failed_conversion_leaves_no_stray_files(tmp_path, monkeypatch):
@@ -87,6 +93,7 @@ def test_a_zoo_model_is_trained_once_when_two_loaders_race(tmp_path, monkeypatch
         time.sleep(0.5)
         out.mkdir(parents=True)
         (out / "zoo.json").write_text("{}")
+        write_digest(out)
 
     monkeypatch.setattr(zoo, "_train", fake_train)
     _race(lambda: zoo.ensure_trained("facts-micro-llama", progress=False))

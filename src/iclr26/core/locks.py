@@ -4,7 +4,6 @@ folder, a tuning result) take turns instead of both building it, and the second 
 from __future__ import annotations
 
 import contextlib
-import json
 import sys
 from pathlib import Path
 
@@ -31,14 +30,8 @@ def file_lock(path: Path, what: str, quiet: bool = False):
 
 def cached_json(path: Path, what: str, compute, quiet: bool = False) -> dict:
     """The JSON object stored at `path`; on first use `compute()` makes it, under a lock so that a second process waits
-    and reuses it, and it is written atomically (a crash leaves no half-written file). Used for one-off tuning results
-    that every seed of a reproduction shares."""
-    path = Path(path)
-    with file_lock(path.with_suffix(".lock"), what, quiet=quiet):
-        if path.exists():
-            return json.loads(path.read_text())
-        out = compute()
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(out, indent=1))
-        tmp.replace(path)
-        return out
+    and reuses it. Written atomically with a content digest and verified when read (see `core.cache`). Used for
+    one-off tuning results that every seed of a reproduction shares."""
+    from .cache import cached_json as _cached
+
+    return _cached(path, what, compute, quiet=quiet)

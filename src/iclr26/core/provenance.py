@@ -34,6 +34,8 @@ HARNESS = {
     "iclr26.core.figures",
     "iclr26.core.results",
     "iclr26.core.docs",
+    "iclr26.core.cache",
+    "iclr26.core.units",
     "iclr26.core",
 }
 

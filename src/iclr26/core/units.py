@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
@@ -35,37 +34,38 @@ def unit_path(folder: str, name: str, spec: dict) -> Path:
 
 def cached_unit(path: Path, build: Callable[[], dict], what: str, wait: bool = True, log=None) -> dict | None:
     """The unit stored at ``path``; on first use ``build()`` makes it (a dict of tensors and numbers), under a lock, and
-    it is written atomically. ``wait=False``: return None instead of waiting when another process is building it."""
-    import torch
+    it is written atomically with its content digest (``core.cache``: a damaged unit is moved aside and rebuilt).
+    ``wait=False``: return None instead of waiting when another process is building it."""
+    from .cache import read_checked, read_tensors
 
     path = Path(path)
-    if not path.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        lock = path.with_suffix(".lock")
-        if wait:
-            with file_lock(lock, what):
-                _build_once(path, build, what, log)
-        else:  # non-blocking: skip a unit that another process is building
-            held = FileLock(str(lock))
-            try:
-                held.acquire(timeout=0)
-            except Timeout:
-                return None
-            try:
-                _build_once(path, build, what, log)
-            finally:
-                held.release()
-    return torch.load(path, weights_only=True)
+    got = read_checked(path, read_tensors, log)
+    if got is not None:
+        return got
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lock = path.with_suffix(".lock")
+    if wait:
+        with file_lock(lock, what):
+            return _build_once(path, build, what, log)
+    held = FileLock(str(lock))  # non-blocking: skip a unit that another process is building
+    try:
+        held.acquire(timeout=0)
+    except Timeout:
+        return None
+    try:
+        return _build_once(path, build, what, log)
+    finally:
+        held.release()
 
 
-def _build_once(path: Path, build, what: str, log) -> None:
-    import torch
+def _build_once(path: Path, build, what: str, log) -> dict:
+    from .cache import read_checked, read_tensors, write_checked, write_tensors
 
-    if path.exists():  # built by another process while this one waited
-        return
+    got = read_checked(path, read_tensors, log)  # built by another process while this one waited
+    if got is not None:
+        return got
     if log is not None:
         log(f"building {what} (cached at {path.name})")
     obj = build()
-    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-    torch.save(obj, tmp)
-    os.replace(tmp, path)  # atomic: a crash leaves no half-written unit
+    write_checked(path, obj, write_tensors)
+    return obj

@@ -173,9 +173,12 @@ def key_covariances(
     paths = {lay: folder / f"{ad.model_type}-{fp}-L{lay}-{h}.pt" for lay in layers}
     out: dict[int, torch.Tensor] = {}
     if use_cache:
+        from ..core.cache import read_checked, read_tensors
+
         for lay, p in paths.items():
-            if p.exists():
-                out[lay] = torch.load(p, weights_only=True)
+            got = read_checked(p, read_tensors)  # a damaged file is moved aside and recomputed
+            if got is not None:
+                out[lay] = got
     todo = [lay for lay in layers if lay not in out]
     if todo:
         was = model.training
@@ -185,9 +188,8 @@ def key_covariances(
         model.train(was)
         out.update(new)
         if use_cache:
-            folder.mkdir(parents=True, exist_ok=True)
-            for lay in todo:
-                tmp = paths[lay].with_suffix(".tmp")
-                torch.save(new[lay], tmp)
-                tmp.replace(paths[lay])
+            from ..core.cache import write_checked, write_tensors
+
+            for lay in todo:  # atomically, with a content digest
+                write_checked(paths[lay], new[lay], write_tensors)
     return out

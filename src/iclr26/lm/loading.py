@@ -86,11 +86,24 @@ def smollm2_folder() -> Path:
     One process converts; a second one started meanwhile waits on the lock, then finds the result.
     """
     out = cache_dir() / "models" / "smollm2-135m"
-    if not (out / "model.safetensors").exists():
+    if not _usable(out):
         with file_lock(out.with_name("smollm2-135m.lock"), "SmolLM2-135M from its GGUF file"):
-            if not (out / "model.safetensors").exists():
+            if not _usable(out):
                 _convert_smollm2(out)
     return out
+
+
+def _usable(out: Path) -> bool:
+    """A converted folder whose files match their digest (verified once per process); a damaged one is moved aside."""
+    from ..core.cache import problem, quarantine
+
+    if not out.exists():
+        return False
+    why = "it has no model.safetensors" if not (out / "model.safetensors").exists() else problem(out)
+    if why:
+        quarantine(out, why)
+        return False
+    return True
 
 
 def _convert_smollm2(out: Path) -> None:
@@ -113,6 +126,9 @@ def _convert_smollm2(out: Path) -> None:
         fresh.save_pretrained(tmp)
         tok.save_pretrained(tmp)
         del fresh
+        from ..core.cache import write_digest
+
+        write_digest(tmp)
         if out.exists():  # an incomplete folder from an older version: replace it
             shutil.rmtree(out)
         os.replace(tmp, out)

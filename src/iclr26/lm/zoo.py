@@ -157,11 +157,24 @@ def ensure_trained(name: str, seed: int = 0, progress: bool = True) -> Path:
     """
     spec = _spec(name)
     out = folder(name, seed)
-    if not (out / "zoo.json").exists():
+    if not _usable(out):
         with file_lock(out.with_name(out.name + ".lock"), f"the zoo model {name}"):
-            if not (out / "zoo.json").exists():
+            if not _usable(out):
                 _train(spec, seed, out, progress)
     return out
+
+
+def _usable(out: Path) -> bool:
+    """A complete zoo folder whose files match their digest; a damaged one is moved aside (and then retrained)."""
+    from ..core.cache import problem, quarantine
+
+    if not out.exists():
+        return False
+    why = "it has no zoo.json (an interrupted build)" if not (out / "zoo.json").exists() else problem(out)
+    if why:
+        quarantine(out, why)
+        return False
+    return True
 
 
 def info(name: str, seed: int = 0) -> dict:
@@ -206,6 +219,9 @@ def _train(spec: ZooSpec, seed: int, out: Path, progress: bool) -> None:
             "final_loss": sum(losses[-20:]) / len(losses[-20:]),
         }
         (tmp / "zoo.json").write_text(json.dumps(meta, indent=2))
+        from ..core.cache import write_digest
+
+        write_digest(tmp)  # a digest of every file, checked when the folder is used
         with contextlib.suppress(OSError):  # another process finished the same model first: keep theirs
             tmp.rename(out)
     finally:

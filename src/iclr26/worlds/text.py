@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import bz2
 import functools
-import json
-import os
 import re
 import sysconfig
 from pathlib import Path
@@ -39,9 +37,13 @@ def _gensim_datapath(name: str) -> Path:
 @functools.lru_cache(maxsize=1)
 def wikipedia() -> tuple[str, ...]:
     """Articles of the Wikipedia sample as plain text (parsed once, then cached as JSON under the cache dir)."""
-    cached = cache_dir() / "text" / "wikipedia-v1.json"
-    if cached.exists():
-        return tuple(json.loads(cached.read_text()))
+    from ..core.cache import cached_json
+
+    path = cache_dir() / "text" / "wikipedia-v1.json"  # parsed once, verified when read (core.cache)
+    return tuple(cached_json(path, "the parsed Wikipedia sample", _parse_wikipedia, quiet=True))
+
+
+def _parse_wikipedia() -> list[str]:
     from gensim.corpora.wikicorpus import extract_pages, filter_wiki
 
     path = _gensim_datapath("enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2")
@@ -52,11 +54,7 @@ def wikipedia() -> tuple[str, ...]:
             plain = re.sub(r"\n{2,}", "\n", re.sub(r"[ \t]+", " ", plain)).strip()
             if len(plain.split()) > 200 and not plain.lower().startswith("#redirect"):
                 docs.append(plain)
-    cached.parent.mkdir(parents=True, exist_ok=True)
-    tmp = cached.with_suffix(f".tmp{os.getpid()}")
-    tmp.write_text(json.dumps(docs))
-    os.replace(tmp, cached)
-    return tuple(docs)
+    return docs
 
 
 @functools.lru_cache(maxsize=1)

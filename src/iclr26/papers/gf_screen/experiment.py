@@ -16,6 +16,7 @@ import time
 import numpy as np
 import torch
 
+from iclr26.core.cache import read_checked, read_tensors, write_checked, write_tensors
 from iclr26.core.locks import file_lock
 from iclr26.core.paths import trained_cache_dir
 from iclr26.core.threads import run_threads
@@ -108,8 +109,8 @@ def _trained_focus(cfg: Cfg, kind: str, data, log):
     focus = make_focus("unet_bn", tuple(cfg.focus_channels))
     focus.roi = (16, 16, 16)
     with file_lock(path.with_suffix(".lock"), f"the gf-screen {kind} Focus"):
-        if path.exists():
-            blob = torch.load(path, weights_only=False)
+        blob = read_checked(path, read_tensors)  # weights and numbers only (no pickle); a damaged file is rebuilt
+        if blob is not None:
             focus.load_state_dict(blob["state"])
             return focus.eval(), blob["hist"]
         tr_im, tr_lab, va_im, va_lab = data
@@ -120,10 +121,7 @@ def _trained_focus(cfg: Cfg, kind: str, data, log):
         log(f"{kind} Focus: {len(hist['seg_loss'])} steps in {time.process_time() - cpu:.0f} CPU s, best step "
             f"{hist['best_step'][0]}, validation "
             f"{[round(s, 3) for s in hist['val_score']]}")  # fmt: skip
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp")
-        torch.save({"state": focus.state_dict(), "hist": hist}, tmp)
-        tmp.replace(path)
+        write_checked(path, {"state": focus.state_dict(), "hist": hist}, write_tensors)
     return focus.eval(), hist
 
 

@@ -122,7 +122,7 @@ def _cached(cfg: Cfg, seed: int, name: str, build, make_empty, ctx):
     with file_lock(f.with_suffix(".lock"), f"the MLR {name} model", quiet=ctx.quiet):
         if f.exists():
             sys_ = make_empty()
-            sys_.model.load_state_dict(torch.load(f))
+            sys_.model.load_state_dict(torch.load(f, weights_only=True))
         else:
             sys_ = build()
             torch.save(sys_.model.state_dict(), f)
