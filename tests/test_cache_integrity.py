@@ -120,3 +120,20 @@ def test_no_pickle_anywhere_a_file_is_read():
             if banned.search(line) or bare.search(line):
                 hits.append(f"{p.relative_to(SRC)}:{i}: {line.strip()}")
     assert hits == []
+
+
+def test_a_model_folder_that_asks_for_remote_code_is_refused(tmp_path):
+    from iclr26.core.errors import UserError
+    from iclr26.lm.loading import load_model
+
+    folder = tmp_path / "custom"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps({"model_type": "llama", "auto_map": {"AutoModel": "m.Model"}}))
+    (folder / "m.py").write_text("raise SystemExit('remote code ran')\n")
+    with pytest.raises(UserError, match="trust_remote_code=False and never runs such code"):
+        load_model(str(folder))
+
+
+def test_no_source_turns_remote_code_on():
+    hits = [str(p) for p in SRC.rglob("*.py") if re.search(r"trust_remote_code\s*=\s*True", p.read_text())]
+    assert hits == []

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import typing
 
 from .errors import UserError
@@ -58,7 +59,29 @@ def apply_overrides(cfg, overrides: dict[str, str]):
         if name not in fields:
             raise UserError(f"--set {name}: the config has no field {name!r}; its fields: {', '.join(fields)}")
         changes[name] = _convert(name, text, getattr(cfg, name), hints.get(name))
+        values = changes[name] if isinstance(changes[name], (tuple, list)) else (changes[name],)
+        if any(isinstance(v, float) and not math.isfinite(v) for v in values):
+            now = getattr(cfg, name)
+            raise UserError(f"--set {name}={text}: {name} must be a finite number (current value {now!r})")
     try:
         return dataclasses.replace(cfg, **changes)
     except (ValueError, TypeError) as exc:
-        raise UserError(f"--set: {exc}") from exc
+        raise UserError(f"--set {_shown(overrides)}: {exc}") from exc
+
+
+def _shown(overrides: dict[str, str]) -> str:
+    return " ".join(f"{k}={v}" for k, v in overrides.items())
+
+
+def check_config(experiment, cfg, overrides: dict[str, str], where: str) -> None:
+    """Build and validate every method config the run will build from ``cfg``, in the driver, before any worker, model
+    load or cache build starts: ``experiment.check_config(cfg)`` (each reproduction's experiment module defines it;
+    it constructs its method configs, whose ``__post_init__`` checks the ranges). A failure is a one-line error."""
+    check = getattr(experiment, "check_config", None)
+    if check is None:
+        return
+    try:
+        check(cfg)
+    except (ValueError, TypeError) as exc:
+        head = f"--set {_shown(overrides)}" if overrides else f"the {where} config"
+        raise UserError(f"{head}: {exc}") from exc

@@ -188,7 +188,11 @@ def resolve(slug: str, scale: str, model: str | None, overrides: dict | None):
     if model is not None and not getattr(mod, "ACCEPTS_MODEL", False):
         why = getattr(mod, "MODEL_NOTE", "its reproduction does not run on an LM you choose")
         raise UserError(f"paper {card.slug!r} does not take --model: {why}")
-    return card, mod, apply_overrides(mod.CONFIGS[scale], overrides or {})
+    cfg = apply_overrides(mod.CONFIGS[scale], overrides or {})
+    from .config import check_config
+
+    check_config(card.experiment(), cfg, overrides or {}, f"{card.slug} {scale}")
+    return card, mod, cfg
 
 
 def run_paper(

@@ -30,9 +30,10 @@ def load_model(name_or_path: str, dtype: torch.dtype = torch.float32):
         return load_smollm2(dtype=dtype)
     local = Path(name_or_path).expanduser()
     src = str(local) if local.exists() else name_or_path
-    try:
-        tok = AutoTokenizer.from_pretrained(src, local_files_only=True)
-        model = AutoModelForCausalLM.from_pretrained(src, local_files_only=True, dtype=dtype)
+    _refuse_remote_code(local, name_or_path)
+    try:  # never run code shipped with a model: trust_remote_code stays False
+        tok = AutoTokenizer.from_pretrained(src, local_files_only=True, trust_remote_code=False)
+        model = AutoModelForCausalLM.from_pretrained(src, local_files_only=True, dtype=dtype, trust_remote_code=False)
     except (OSError, ValueError) as exc:
         raise WeightsNotFoundError(
             f"no local weights for {name_or_path!r}: this machine has no model hub. Put the model in the HF cache "
@@ -46,6 +47,29 @@ def load_model(name_or_path: str, dtype: torch.dtype = torch.float32):
     if tok.pad_token is None:
         tok.pad_token = tok.eos_token
     return model.eval(), tok
+
+
+class RemoteCodeError(UserError):
+    """A model folder whose config asks for code shipped with the model (``auto_map``): iclr26 never runs it."""
+
+
+def _refuse_remote_code(local: Path, name: str) -> None:
+    import json
+
+    cfg = local / "config.json" if local.is_dir() else None
+    if cfg is None or not cfg.exists():
+        return
+    try:
+        data = json.loads(cfg.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return  # transformers reports an unreadable config itself
+    auto = data.get("auto_map")
+    if auto:
+        raise RemoteCodeError(
+            f"{name!r} asks for code shipped with the model (config.json auto_map: {', '.join(sorted(auto))}); "
+            "iclr26 loads models with trust_remote_code=False and never runs such code. Use a model whose "
+            f"architecture transformers ships ({', '.join(sorted(ADAPTERS))} are supported), or convert it to one"
+        )
 
 
 def smollm2_gguf_folder() -> Path:
