@@ -32,6 +32,7 @@ def _seeds(text: str) -> tuple[int, ...]:
     return seeds
 
 
+_CLUSTER_HELP = "compute every seed as a Ray task: 'local' starts Ray here, else a Ray address (extra: iclr26[cluster])"
 _JOBS_HELP = "seeds computed at once, each in its own process (default: $ICLR26_JOBS, else as many as the cores allow)"
 
 
@@ -223,9 +224,15 @@ def _print_result(res) -> None:
 def cmd_run(args) -> int:
     from .core.config import parse_assignments
 
-    res = run_paper(args.slug, scale=args.scale, seeds=args.seeds, model=args.model, out=args.runs,
-                    force=args.force, quiet=args.json, overrides=parse_assignments(args.set),
-                    jobs=args.jobs)  # fmt: skip
+    try:
+        res = run_paper(args.slug, scale=args.scale, seeds=args.seeds, model=args.model, out=args.runs,
+                        force=args.force, quiet=args.json, overrides=parse_assignments(args.set),
+                        jobs=args.jobs, cluster=args.cluster)  # fmt: skip
+    finally:
+        if args.cluster:
+            from .core.cluster import shutdown
+
+            shutdown()
     if args.json:
         _dump(res.to_dict())
     else:
@@ -238,29 +245,9 @@ def cmd_run(args) -> int:
 
 
 def cmd_reproduce(args) -> int:
-    from .core.report import build_report
+    from .cli_suite import cmd_reproduce as run_suite
 
-    slugs = args.slugs or [c.slug for c in reproducible()]
-    for slug in slugs:
-        get_paper(slug)  # an unknown slug fails before anything runs
-    failed = []
-    for slug in slugs:
-        try:
-            _print_result(run_paper(slug, scale=args.scale, seeds=args.seeds, out=args.runs, force=args.force,
-                                    jobs=args.jobs))  # fmt: skip
-        except KeyboardInterrupt:
-            raise
-        except Exception as exc:  # one broken paper must not stop the others; its traceback is printed
-            import traceback
-
-            failed.append(slug)
-            traceback.print_exc()
-            print(f"{slug}: FAILED: {exc!r}", file=sys.stderr)
-    path = build_report(args.runs, args.report)
-    print(f"report: {path}")
-    if failed:
-        print(f"failed: {', '.join(failed)}", file=sys.stderr)
-    return 1 if failed else 0
+    return run_suite(args)
 
 
 def cmd_report(args) -> int:
@@ -326,6 +313,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--json", action="store_true", help="print the result as JSON (progress still goes to stderr)")
     s.add_argument("--jobs", type=_jobs, default=None, help=_JOBS_HELP)
     s.add_argument("--record", action="store_true", help="then write results/<slug>.json (refused for smoke runs)")
+    s.add_argument("--cluster", default=None, metavar="ADDRESS", help=_CLUSTER_HELP)
     common(s)
     s.set_defaults(func=cmd_run)
     s = sub.add_parser("reproduce", help="run every paper that has a reproduction, then the report")
@@ -334,6 +322,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--seeds", type=_seeds, default=None)
     s.add_argument("--force", action="store_true")
     s.add_argument("--jobs", type=_jobs, default=None, help=_JOBS_HELP)
+    s.add_argument("--cluster", default=None, metavar="ADDRESS", help=_CLUSTER_HELP)
     common(s, report=True)
     s.set_defaults(func=cmd_reproduce)
     s = sub.add_parser("report", help="collect the run folders into REPORT/index.md and index.html")

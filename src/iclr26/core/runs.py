@@ -205,11 +205,13 @@ def run_paper(
     quiet: bool = False,
     overrides: dict[str, str] | None = None,
     jobs: int | None = None,
+    cluster: str | None = None,
 ) -> RunResult:
     """Run the reproduction of `slug` at `scale` over `seeds`, resuming an interrupted run, and compute verdicts.
 
     `out` is the root of the run folders; `overrides` ({field: text}) change config fields and so the run key;
-    `jobs` seeds are computed at once in worker processes (default `ICLR26_JOBS`, see `core.parallel`).
+    `jobs` seeds are computed at once in worker processes (default `ICLR26_JOBS`, see `core.parallel`); `cluster`
+    (a Ray address or "local") computes every seed as a Ray task instead (see `core.cluster`).
     """
     card, mod, cfg = resolve(slug, scale, model, overrides)
     seeds = validate_seeds(tuple(getattr(cfg, "seeds", (0, 1, 2))) if seeds is None else seeds)
@@ -222,10 +224,12 @@ def run_paper(
     except OSError as exc:
         raise unwritable(run_dir, exc) from exc
     with file_lock(run_dir / ".lock", f"the run folder {run_dir}", quiet=quiet):
-        return _run_locked(card, mod, cfg, scale, seeds, model, run_dir, version, force, quiet, overrides or {}, jobs)
+        return _run_locked(card, mod, cfg, scale, seeds, model, run_dir, version, force, quiet, overrides or {}, jobs,
+                           cluster)  # fmt: skip
 
 
-def _run_locked(card, mod, cfg, scale, seeds, model, run_dir, version, force, quiet, overrides, jobs) -> RunResult:
+def _run_locked(card, mod, cfg, scale, seeds, model, run_dir, version, force, quiet, overrides, jobs,
+                cluster=None) -> RunResult:  # fmt: skip
     code = code_of(card)
     verdict_file = run_dir / "verdicts.json"
     if verdict_file.exists() and not force:
@@ -260,15 +264,33 @@ def _run_locked(card, mod, cfg, scale, seeds, model, run_dir, version, force, qu
             os.replace(seed_file, stale)  # kept, never mixed in
             append_log(run_dir, f"[{card.slug} seed {seed}] measured by other code: moved to {stale.name}; rerun")
         todo.append(seed)
-    from .parallel import default_jobs, run_all
-
-    jobs = default_jobs(len(todo)) if jobs is None else max(1, min(jobs, len(todo) or 1))
-    if jobs > 1:
-        append_log(run_dir, f"seeds {todo} in {jobs} worker processes of {default_threads()} thread(s) each")
     calls = [(card.slug, scale, cfg, seed, model, str(run_dir), code, version, quiet, tuple(todo)) for seed in todo]
-    for seed, metrics in zip(todo, run_all(run_seed, calls, jobs)):
-        per_seed[seed] = metrics
     exp = card.experiment()
+    if cluster and todo:
+        from .cluster import run_seeds, unpack
+
+        append_log(run_dir, f"seeds {todo} as Ray tasks on {cluster}, {default_threads()} CPU(s) each")
+
+        def landed(i: int, res: dict) -> None:  # written as each task finishes: an interrupted run keeps them
+            unpack(run_dir, res["files"])
+            per_seed[todo[i]] = res["metrics"]
+
+        shared = (card.slug, cfg) if hasattr(exp, "shared") else None
+        run_seeds(calls, cluster, default_threads(), landed, shared)
+        jobs = len(todo)
+    else:
+        from .parallel import default_jobs, run_all
+
+        jobs = default_jobs(len(todo)) if jobs is None else max(1, min(jobs, len(todo) or 1))
+        if jobs > 1:
+            append_log(run_dir, f"seeds {todo} in {jobs} worker processes of {default_threads()} thread(s) each")
+        if hasattr(exp, "shared") and todo:  # work the seeds share, once, before they start
+            from .threads import run_threads
+
+            with run_threads():
+                exp.shared(cfg)
+        for seed, metrics in zip(todo, run_all(run_seed, calls, jobs)):
+            per_seed[seed] = metrics
     values = [per_seed[s] for s in seeds]
     agg = aggregate(values)
     atomic_write_json(
