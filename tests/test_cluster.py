@@ -12,7 +12,6 @@ import pytest
 from iclr26.core.errors import UserError
 from iclr26.core.runs import run_paper
 
-
 TIMING = re.compile(r"sec|seconds|time|fps|speedup|_ms\b|ms_|peak_mb|wall")
 
 
