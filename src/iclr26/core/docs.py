@@ -107,20 +107,26 @@ def claims_table(slug: str, rec: dict | None, version: int) -> str:
 
 def summary_table(records: dict[str, dict]) -> str:
     """The README's table: every paper, its headline claim's verdict, counts, real model, quick wall time."""
-    lines = ["| paper | field | headline claim | verdict | all claims | real pretrained model | quick wall time |",
-             "|---|---|---|---|---|---|---|"]  # fmt: skip
+    lines = ["| paper | field | headline claim | verdict | all claims | real pretrained model | quick wall time | "
+             "CPU time | peak memory |", "|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
     for slug, card in PAPERS.items():
         rec = records.get(slug)
         if rec is None:
-            lines.append(f"| [{slug}](docs/papers/{slug}.md) | {card.field} | – | not recorded | – | – | – |")
+            lines.append(f"| [{slug}](docs/papers/{slug}.md) | {card.field} | – | not recorded | – | – | – | – | – |")
             continue
         head = next((c for c in rec["claims"] if c["id"] == rec["headline"]), rec["claims"][0])
         flag = " (outdated)" if rec["version"] != int(getattr(card.module(), "VERSION", 1)) else ""
         lines.append(
             f"| [{slug}](docs/papers/{slug}.md) | {card.field} | `{head['id']}` | {head['verdict']}{flag} | "
             f"{_cell(counts_text(rec['counts']))} | {'yes' if rec['real_model'] else 'no'} | "
-            f"{minutes(rec['seconds'])} |"
+            f"{minutes(rec['seconds'])} | {minutes(rec.get('cpu_seconds'))} | {_f(rec.get('peak_rss_mb'))} MB |"
         )
+    recs = [r for r in records.values() if isinstance(r.get("seconds"), (int, float))]
+    if recs:
+        wall = sum(r["seconds"] for r in recs)
+        cpu = sum(r.get("cpu_seconds") or 0.0 for r in recs)
+        lines += ["", f"Recorded runs together: {len(recs)} papers, {wall / 3600:.2f} h wall, {cpu / 3600:.2f} h CPU "
+                  "(each run alone on the machine it names, two one-thread workers)."]  # fmt: skip
     return "\n".join(lines) + "\n"
 
 

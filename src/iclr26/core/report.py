@@ -167,23 +167,25 @@ def _row(card, data: dict, stale: bool, scale: str) -> dict:
     counts = verdict_counts(v["claims"])
     return {"slug": card.slug, "scale": scale, "seeds": v.get("seeds"), "counts": counts,
             "status": summarise([c["verdict"] for c in paper_claims(v["claims"])]), "seconds": v.get("seconds"),
-            "peak": v.get("peak_rss_mb"), "commit": v.get("commit"), "stale": stale}  # fmt: skip
+            "peak": v.get("peak_rss_mb"), "cpu": v.get("cpu_seconds"), "commit": v.get("commit"),
+            "stale": stale}  # fmt: skip
 
 
 def _summary_cells(r: dict) -> list[str]:
     c = r["counts"]
     mins = f"{r['seconds'] / 60:.1f} min" if isinstance(r["seconds"], (int, float)) else "–"
+    cpu = f"{r['cpu'] / 60:.1f} min" if isinstance(r.get("cpu"), (int, float)) else "–"
     peak = f"{r['peak']:.0f} MB" if isinstance(r["peak"], (int, float)) else "–"
     status = r["status"] + (" (plumbing check)" if r["scale"] == "smoke" else "") + (" — STALE" if r["stale"] else "")
     gates = f"{c['gates held']} of {c['gates']}" if c["gates"] else "–"
     return [r["slug"], status, r["scale"], str(r["seeds"]), str(c["reproduced"]), str(c["not reproduced"]),
-            str(c["inconclusive"]), str(c["not testable"]), str(c["not run"]), gates, mins, peak,
+            str(c["inconclusive"]), str(c["not testable"]), str(c["not run"]), gates, mins, cpu, peak,
             str(r["commit"] or "–")]  # fmt: skip
 
 
 # verdict counts are over the paper's claims; gates (testbed checks, controls, budget parity) are counted apart
 HEADERS = ["paper", "status", "scale", "seeds", "reproduced", "not reproduced", "inconclusive", "not testable",
-           "not run", "gates held", "run time", "peak memory", "commit"]  # fmt: skip
+           "not run", "gates held", "run time", "CPU time", "peak memory", "commit"]  # fmt: skip
 
 
 def _write(out: Path, rows, sections_md, sections_html, skipped) -> None:

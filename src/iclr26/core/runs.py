@@ -241,7 +241,7 @@ def _run_locked(card, mod, cfg, scale, seeds, model, run_dir, version, force, qu
             res = RunResult(card, run_dir, per_seed, metrics["aggregate"], claims, skipped=True, info=done)
             res.seconds, res.stale = done.get("seconds", 0.0), done.get("code") != code
             return res
-    t0 = time.time()
+    t0, cpu0 = time.time(), time.process_time()
     atomic_write_json(
         run_dir / "config.json",
         {"slug": card.slug, "scale": scale, "config": cfg, "model": model, "seeds": list(seeds),
@@ -291,6 +291,7 @@ def _run_locked(card, mod, cfg, scale, seeds, model, run_dir, version, force, qu
                 exp.shared(cfg)
         for seed, metrics in zip(todo, run_all(run_seed, calls, jobs)):
             per_seed[seed] = metrics
+    in_process = not cluster and (jobs == 1 or len(todo) <= 1)
     values = [per_seed[s] for s in seeds]
     agg = aggregate(values)
     atomic_write_json(
@@ -310,6 +311,7 @@ def _run_locked(card, mod, cfg, scale, seeds, model, run_dir, version, force, qu
         "claims": claims,
         "seconds": seconds,
         "peak_rss_mb": _peak_of(run_dir, seeds),  # the largest process: this one or a seed's worker
+        "cpu_seconds": _cpu_of(run_dir, seeds) + _overhead(time.process_time() - cpu0, run_dir, todo, in_process),
         "jobs": jobs,  # seeds computed at once (worker processes); 1: one after another
         "commit": env.get("git_commit"),
         "code": code,
@@ -319,6 +321,19 @@ def _run_locked(card, mod, cfg, scale, seeds, model, run_dir, version, force, qu
     append_log(run_dir, f"finished in {seconds:.1f} s")
     atomic_write_json(run_dir / "verdicts.json", info)
     return RunResult(card, run_dir, per_seed, agg, claims, seconds=seconds, info=info)
+
+
+def _overhead(driver_cpu: float, run_dir: Path, todo, in_process: bool) -> float:
+    """The driver's own CPU time: its total, less the seeds it computed itself (those are counted per seed)."""
+    return max(0.0, driver_cpu - _cpu_of(run_dir, todo)) if in_process else driver_cpu
+
+
+def _cpu_of(run_dir: Path, seeds) -> float:
+    total = 0.0
+    for seed in seeds:
+        with contextlib.suppress(OSError, ValueError, KeyError, TypeError, UserError):
+            total += float(read_json(run_dir / "seeds" / f"seed-{seed}.json").get("cpu_seconds", 0.0))
+    return total
 
 
 def _peak_of(run_dir: Path, seeds) -> float:
@@ -336,14 +351,15 @@ def run_seed(slug, scale, cfg, seed, model, run_dir, code, version, quiet, todo=
     card, run_dir = get_paper(slug), Path(run_dir)
     ctx = RunContext(card.slug, scale, seed, run_dir, model=model, quiet=quiet, seeds=tuple(todo) or (seed,))
     seed_everything(seed)
-    ts = time.time()
+    ts, cpu0 = time.time(), time.process_time()
     with run_threads():
         metrics = card.experiment().run(cfg, seed, ctx)
     metrics = {k: float(v) if v is not None else math.nan for k, v in _jsonable(metrics).items()}
-    seconds = time.time() - ts
+    seconds, cpu = time.time() - ts, time.process_time() - cpu0
     seed_env = {**environment(), "code": code, "version": version, "peak_rss_mb": peak_rss_mb()}
     seed_file = run_dir / "seeds" / f"seed-{seed}.json"
-    atomic_write_json(seed_file, {"seed": seed, "metrics": metrics, "seconds": seconds, "env": seed_env})
+    atomic_write_json(seed_file, {"seed": seed, "metrics": metrics, "seconds": seconds, "cpu_seconds": cpu,
+                                  "env": seed_env})  # fmt: skip
     append_log(run_dir, f"[{card.slug} seed {seed}] finished in {seconds:.1f} s")
     return metrics
 
