@@ -118,6 +118,7 @@ def cmd_show(args) -> int:
             for c in mod.CLAIMS
         ]
         data["accepts_model"] = bool(getattr(mod, "ACCEPTS_MODEL", False))
+        data["model_note"] = getattr(mod, "MODEL_NOTE", "")
         data["version"] = getattr(mod, "VERSION", 1)
         if args.config:
             data["config"] = _config_table(mod)
@@ -143,6 +144,10 @@ def cmd_show(args) -> int:
         print("\n" + textwrap.indent(textwrap.dedent(mod.__doc__).strip(), "  "))
     if args.config:
         _print_config(data)
+    if getattr(mod, "ACCEPTS_MODEL", False):
+        print("\n--model: accepted (a local HF folder or a zoo name replaces the real model of its real-model half)")
+    else:
+        print(f"\n--model: not accepted: {getattr(mod, 'MODEL_NOTE', 'its reproduction runs on no language model')}")
     print("\nClaims:")
     for c in mod.CLAIMS:
         kind = "" if c.role == "claim" else f"(gate: {c.role}) "
