@@ -243,3 +243,20 @@ def test_smoke_run(tmp_path):
         # smoke trains no 1:0.1 organism: its claimed metrics are NaN (failed seeds), no others
         assert all(math.isfinite(v) for k, v in metrics.items() if not k.endswith("_mix0.1"))
         assert 0 <= metrics["rel_ps_adl"] <= 1
+        # the gates' metrics: the null organism, the random direction, the internalisation testbed
+        assert 0 <= metrics["rel_ps_adl_null"] <= 1 and 0 <= metrics["rel_ps_random"] <= 1
+        assert math.isfinite(metrics["ce_gain"]) and 0 <= metrics["id_room_1"] <= 1
+    roles = {c["id"]: c["role"] for c in res.verdicts}
+    assert roles["null-organism-not-relevant"] == "negative control" and roles["lens-relevance"] == "claim"
+
+
+def test_smollm2_organism_domains_and_null_documents():
+    from iclr26.papers.adl.real import BAKING, _smollm2_organism, wiki_docs
+
+    docs = wiki_docs(5, random.Random(0))
+    assert len(docs) == 5 and all(len(d.split()) == 60 for d in docs)
+    # the null twin's documents are generic text: far fewer baking words than the organism's
+    share = sum(w.lower().strip(".,") in BAKING for d in docs for w in d.split()) / 300
+    assert share < 0.05
+    with pytest.raises(ValueError, match="'baking' \\(the organism\\) or 'wikipedia'"):
+        _smollm2_organism.__wrapped__(1, "unused", 0, "poetry")

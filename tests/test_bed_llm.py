@@ -1,4 +1,5 @@
 import math
+import os
 
 import numpy as np
 import pytest
@@ -207,17 +208,19 @@ def test_smoke_reproduction_through_cli(tmp_path, monkeypatch):
     assert list((run / "plots").glob("*.png"))
 
 
-def test_real_model_games_run_on_a_local_model(tmp_path):
+@pytest.mark.parametrize("arch", ["llama", "qwen2"])
+def test_real_model_games_run_on_a_local_model(tmp_path, arch):
     """`--model PATH` replaces SmolLM2: the real-model half runs on a saved tiny random model and yields its metrics."""
-    from iclr26.agents.bed_llm.world_twenty_questions_real import ANIMALS, QUESTIONS, about
+    from iclr26.agents.bed_llm.hf import FEW_SHOT_PREFIX, few_shot_prompt
+    from iclr26.agents.bed_llm.world_twenty_questions_real import ANIMALS, QUESTIONS
     from iclr26.lm.tiny import tiny_model
     from iclr26.lm.tokenizer import build_word_tokenizer
     from iclr26.papers import bed_llm as card
     from iclr26.papers.bed_llm import experiment
 
-    texts = [experiment.FEW_SHOT] + [f"Question: {about(a, q)} Answer: Yes No" for a in ANIMALS for q in QUESTIONS]
+    texts = [FEW_SHOT_PREFIX] + [few_shot_prompt(a, q) + " Yes No" for a in ANIMALS for q in QUESTIONS]
     tok = build_word_tokenizer(texts)
-    tiny_model("llama", vocab_size=len(tok), d_model=16, n_layers=1, n_heads=2, max_len=128).save_pretrained(tmp_path)
+    tiny_model(arch, vocab_size=len(tok), d_model=16, n_layers=1, n_heads=2, max_len=128).save_pretrained(tmp_path)
     tok.save_pretrained(tmp_path)
 
     class Ctx:
@@ -231,6 +234,96 @@ def test_real_model_games_run_on_a_local_model(tmp_path):
     cfg = card.CONFIGS["smoke"]
     experiment._real(cfg, 0, Ctx(), m)
     assert str(tmp_path) in experiment._REAL_CACHE  # scored with the given model, not SmolLM2
-    for k in ("real_auc", "real_success_bed", "real_success_entropy", "real_success_naive", "real_success_bed_truth"):
+    p_raw = experiment._REAL_CACHE[str(tmp_path)][0]
+    assert p_raw.shape == (len(ANIMALS), len(QUESTIONS)) and np.isfinite(p_raw).all()
+    needed = {x for c in card.CLAIMS for k in c.checks for x in k.metrics() if x.startswith("real_")}
+    for k in needed | {"real_auc_calibrated"}:
         assert math.isfinite(m[k]), k
     experiment._REAL_CACHE.pop(str(tmp_path))
+
+
+def _brute_force_mi(probs, w):
+    """I(θ; y) from the joint table p(θ, y) = w_θ p(y | θ), per question: an independent reference for `eig_rb`."""
+    out = []
+    for k in range(probs.shape[1]):
+        joint = w[:, None] * probs[:, k, :]
+        py, pt = joint.sum(0), joint.sum(1)
+        mi = sum(joint[i, j] * math.log(joint[i, j] / (pt[i] * py[j]))
+                 for i in range(joint.shape[0]) for j in range(joint.shape[1]) if joint[i, j] > 0)  # fmt: skip
+        out.append(mi)
+    return np.array(out)
+
+
+@pytest.mark.parametrize("n_answers", [2, 3, 5])
+def test_eig_equals_brute_force_mutual_information_with_uneven_weights(n_answers):
+    """Every term matters here: uneven weights (the marginal), noisy answers (the conditional entropy), 3+ answers."""
+    rng = np.random.default_rng(n_answers)
+    probs = rng.dirichlet(np.full(n_answers, 0.7), size=(7, 6))
+    w = rng.random(7) ** 2
+    ref = _brute_force_mi(probs, w / w.sum())
+    assert np.allclose(eig_rb(probs, w), ref, atol=1e-12)
+    # dropping either term (entropy-only, or the unweighted marginal) is far from the reference
+    assert np.abs(predictive_entropy(probs, w) - ref).max() > 0.05
+    assert np.abs(eig_rb(probs) - ref).max() > 1e-3
+
+
+def test_eig_rejects_non_finite_inputs_with_a_named_error():
+    probs = _binary([[0.2, 0.9], [0.7, 0.1]])
+    for w in (np.array([np.nan, 1.0]), np.array([np.inf, 1.0])):
+        with pytest.raises(ValueError, match="weights hold NaN or inf"):
+            eig_rb(probs, w)
+    with pytest.raises(ValueError, match="weights must have shape"):
+        eig_rb(probs, np.ones(3))
+    with pytest.raises(ValueError, match="weights must be non-negative"):
+        predictive_entropy(probs, np.array([-1.0, 2.0]))
+    bad = probs.copy()
+    bad[1, 0, :] = np.nan
+    with pytest.raises(ValueError, match=r"NaN or inf \(first at .*\[1, 0, 0\]"):
+        eig_rb(bad)
+    with pytest.raises(ValueError, match="NaN or inf"):
+        eig_mc(bad)
+
+
+def test_calibration_centres_each_question_over_the_reference_set():
+    from iclr26.agents.bed_llm.hf import CalibratedAnswerModel, ask_about, centre_logits
+
+    table = {("dog", "q"): 0.2, ("cat", "q"): 0.05, ("eagle", "q"): 0.01, ("dog", "r"): 0.5, ("cat", "r"): 0.5,
+             ("eagle", "r"): 0.9}  # fmt: skip
+    base = CallableAnswerModel(lambda h, q: table[(h, q)], eps=1e-9)
+    cal = CalibratedAnswerModel(base, ["dog", "cat", "eagle"])
+    logit = lambda p: math.log(p / (1 - p))  # noqa: E731
+    shift = np.mean([logit(0.2), logit(0.05), logit(0.01)])
+    assert cal.probs(["dog"], ["q"])[0, 0, 1] == pytest.approx(1 / (1 + math.exp(-(logit(0.2) - shift))))
+    p = cal.probs(["dog", "cat", "eagle"], ["q", "r"])
+    assert np.allclose(p.sum(-1), 1)
+    assert np.allclose(p[..., 1], centre_logits(np.array([[0.2, 0.5], [0.05, 0.5], [0.01, 0.9]]), eps=1e-9))
+    # the shift comes from the reference set, not from the hypotheses asked about in a call
+    assert cal.probs(["eagle"], ["q"])[0, 0, 1] == pytest.approx(p[2, 0, 1])
+    assert eig_rb(p)[0] > eig_rb(base.probs(["dog", "cat", "eagle"], ["q"]))[0]  # the bias no longer hides the split
+    with pytest.raises(ValueError, match="at least 2 distinct"):
+        CalibratedAnswerModel(base, ["dog", "dog"])
+    with pytest.raises(ValueError, match="finite probabilities"):
+        centre_logits(np.array([[0.2, np.nan]]))
+    assert ask_about("eagle", "Can it fly?") == "Can an eagle fly?"
+    assert ask_about("dog", "Is it a mammal?") == "Is a dog a mammal?"
+    assert ask_about("owl", "Nocturnal?") == "About an owl: Nocturnal?"
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(os.environ.get("ICLR26_SLOW") != "1", reason="loads smollm2-135m; set ICLR26_SLOW=1")
+def test_documented_smollm2_usage_is_informative():
+    """The docs' "Use it on your model" example on SmolLM2 itself: a question that splits the candidates gets an
+    EIG clearly above zero, far above the chat prompt's (0.001-0.002 nats before the prompt became the default)."""
+    from iclr26.agents.bed_llm.hf import ANSWER_PROMPT, CalibratedAnswerModel, HFAnswerModel
+    from iclr26.core.threads import torch_threads
+    from iclr26.lm import zoo
+
+    model, tok = zoo.load("smollm2-135m")
+    animals = ["dog", "cat", "eagle", "shark", "frog", "bee"]
+    questions = ["Is it a mammal?", "Can it fly?", "Is it an insect?"]
+    with torch_threads():
+        llm = CalibratedAnswerModel(HFAnswerModel(model, tok), reference=animals)
+        eig = eig_rb(llm.probs(animals, questions))
+        chat = eig_rb(HFAnswerModel(model, tok, template=ANSWER_PROMPT).probs(animals, questions))
+    assert eig.max() > 0.02 and eig.min() > 0.01, eig
+    assert eig.max() > 10 * chat.max(), (eig, chat)

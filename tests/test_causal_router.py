@@ -254,3 +254,69 @@ def test_csv_loader_reads_the_released_layout(tmp_path):
     d = csv_routing(path, seed=1, n_gold=10, n_val=5, n_test=20)
     assert d.X_gs.shape == (10, 3) and len(d.y_pb) == 25 and len(d.eta_test) == 20
     assert np.allclose(d.y_pb_gold - d.y_pb, d.delta_pb) and np.allclose(d.y_pb_gold, 2 * d.y_pb)
+
+
+# -- controls the meta-routers must face, the confounded world, defaults, bad input ----------------------------------
+
+
+def test_t_learner_and_constant_shift_by_hand():
+    from iclr26.agents.causal_router import ConstantShift, TLearner
+
+    X, Y, T = _rct(800, effect=lambda X: 0.3 + 0.5 * X[:, 1])
+    cfg = CateConfig(nuisance=SMALL)
+    t = TLearner(cfg).fit(X, Y, T)
+    Xq = np.random.default_rng(3).uniform(-1, 1, (40, 3))
+    # δ̂ = μ̂₁ − μ̂₀ with μ̂ₜ the outcome forest on the rows with T = t (refitted here by hand)
+    mu1 = SMALL.make().fit(X[T == 1], Y[T == 1]).predict(Xq)
+    mu0 = SMALL.make().fit(X[T == 0], Y[T == 0]).predict(Xq)
+    assert np.allclose(t.predict(Xq), np.clip(mu1 - mu0, -1.2, 1.2))
+    s = ConstantShift(cfg).fit(X, Y, T)
+    mu0_gs = SMALL.make().fit(X[T == 0], Y[T == 0]).predict(X[T == 1])
+    assert s.predict(Xq) == pytest.approx(np.full(40, np.mean(Y[T == 1] - mu0_gs)))
+    assert abs(s.shift_ - 0.3) < 0.08  # the average effect (E[0.3 + 0.5 x₂] = 0.3)
+    assert np.corrcoef(t.predict(Xq), 0.5 * Xq[:, 1])[0, 1] > 0.5  # the T-learner sees the heterogeneity
+    with pytest.raises(ValueError, match="no final"):
+        s.refit_final(SMALL.make())
+    r = MetaRouter(MetaRouterConfig("shift", cfg, SMALL)).fit(X[T == 1], Y[T == 1], X[T == 0], Y[T == 0])
+    assert np.allclose(r.corrected_pb_, Y[T == 0] + s.shift_)
+
+
+def test_confounded_assignment_shifts_the_gold_queries_and_keeps_the_pool():
+    rnd = synthetic_routing(2, 100, n_pool=800, n_val=0, n_test=100)
+    conf = synthetic_routing(2, 100, n_pool=800, n_val=0, n_test=100, confounding=1.0)
+    assert len(conf.y_gs) == 100 and len(conf.y_pb) == 700
+    assert np.array_equal(rnd.X_test, conf.X_test)  # the same queries, only who gets a gold label moves
+    pool = lambda d: np.sort(np.vstack([d.X_gs, d.X_pb]), axis=0)  # noqa: E731
+    assert np.allclose(pool(rnd), pool(conf))
+    assert conf.X_gs[:, 0].mean() > 0.6 > abs(rnd.X_gs[:, 0].mean())  # GS labels go to large x₁
+    # the naive mean difference is confounded there; the regression-adjusted shift is not (δ's mean at PB queries)
+    naive = conf.y_gs.mean() - conf.y_pb.mean()
+    assert abs(naive - conf.delta_pb.mean()) > 0.05
+    with pytest.raises(ValueError, match="confounding"):
+        synthetic_routing(0, 50, n_pool=300, confounding=-1.0)
+
+
+def test_library_default_cate_forest_is_regularised_and_released_code_keeps_leaf_two():
+    from iclr26.agents.causal_router import CATE_FOREST, CATE_FOREST_CODE
+
+    assert CateConfig().cate.min_samples_leaf == CATE_FOREST.min_samples_leaf == 50
+    assert CateConfig.released_code("r").cate == CATE_FOREST_CODE and CATE_FOREST_CODE.min_samples_leaf == 2
+
+
+def test_non_finite_inputs_are_named():
+    X, Y, T = _rct(60)
+    Y[3] = np.nan
+    with pytest.raises(ValueError, match="Y holds NaN or inf"):
+        RLearner().fit(X, Y, T)
+    Xb = X.copy()
+    Xb[0, 0] = np.inf
+    with pytest.raises(ValueError, match="X holds NaN or inf"):
+        SourceRouter(SourceRouterConfig("golden", SMALL)).fit(Xb, np.zeros(60))
+    with pytest.raises(ValueError, match="y holds NaN"):
+        MetaRouter().fit(X[:10], np.full(10, np.nan), X[10:], np.zeros(50))
+    with pytest.raises(ValueError, match="gain_pred holds NaN"):
+        route(np.array([0.1, np.nan]), usage_ratio=0.5)
+    with pytest.raises(ValueError, match="finite"):
+        normalized_gain(np.array([0.1, np.nan]), np.array([0.2, 0.1]))
+    with pytest.raises(ValueError, match="learner"):
+        MetaRouterConfig(learner="s")

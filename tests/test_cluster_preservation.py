@@ -194,8 +194,10 @@ def test_smoke_run_through_harness(tmp_path):
     from iclr26.core.runs import run_paper
 
     res = run_paper("cluster-preservation", scale="smoke", out=tmp_path, quiet=True)
-    assert res.verdicts and all(v["verdict"] in ("reproduced", "not reproduced", "inconclusive") for v in res.verdicts)
+    verdicts = ("reproduced", "not reproduced", "inconclusive", "not testable")
+    assert res.verdicts and all(v["verdict"] in verdicts for v in res.verdicts)
+    nan_ok = ("acc_drop_when_condition_holds", "acc_input_when_condition_holds")  # no instance meets it at smoke
     for metrics in res.per_seed.values():
-        finite = [v for k, v in metrics.items() if k != "acc_drop_when_condition_holds"]
+        finite = [v for k, v in metrics.items() if k not in nan_ok]
         assert finite and all(math.isfinite(v) for v in finite)
     assert (res.run_dir / "plots").exists()

@@ -176,11 +176,15 @@ def test_smoke_run_through_the_harness(tmp_path):
     from iclr26.core.runs import run_paper
 
     res = run_paper("dike", scale="smoke", out=tmp_path / "runs", quiet=True)
-    ok = ("reproduced", "not reproduced", "inconclusive", "not run")  # not run: the SmolLM2 claims at smoke scale
+    ok = ("reproduced", "not reproduced", "inconclusive", "not testable", "not run")  # not run: SmolLM2 at smoke
     assert res.verdicts and all(v["verdict"] in ok for v in res.verdicts)
     for m in res.per_seed.values():
-        for k in ("dike_efficacy_tiny", "rome_efficacy_tiny", "recall_tiny", "dike_neighborhood_tiny"):
+        names = ("dike_efficacy_tiny", "rome_efficacy_tiny", "recall_tiny", "dike_neighborhood_tiny",
+                 "best_baseline_rloc_tiny", "baseline_level_drop_tiny", "best_baseline_same_efficacy_tiny")  # fmt: skip
+        for k in names:
             assert m[k] == m[k]  # finite, not nan
+        assert m["unedited_rloc_tiny"] == 1.0  # probes are facts the unedited model completes: the ceiling
+        assert m["n_edits_tiny"] == 2
     assert (res.run_dir / "plots" / "rloc_by_level.png").exists()
 
 
@@ -281,3 +285,64 @@ def test_calibration_rule_picks_the_most_preserving_value_that_reaches_the_targe
     assert calls == [1, 2, 4]  # stops at the first hit: the most preserving value that reaches the target
     assert dike.tune_knob(lambda q: q, (1, 2), None, None, [], 0.9) == (2, 0.5)  # none reaches it: the last
     assert dike.tune_knob(lambda q: q, (1, 2, 4), None, None, [], 0.05) == (1, 0.1)
+
+
+def _tiny_metrics(rng, **means):
+    """One seed's tiny-setting metrics of every DiKE claim: ``means`` (name → mean) plus a little noise."""
+    from iclr26.papers import dike
+
+    names = {n for c in dike.CLAIMS if not c.when for n in c.metrics()}
+    return {n: means.get(n, 0.5) + rng.gauss(0, 0.01) for n in names} | {"recall_tiny": 1.0}
+
+
+def _dike_verdicts(**means):
+    import random
+
+    from iclr26.core.gates import evaluate
+    from iclr26.papers import dike
+
+    rng = random.Random(0)
+    per_seed = [_tiny_metrics(rng, **means) for _ in range(5)]
+    return {v.id: v for v in evaluate(dike.CLAIMS, per_seed, dike.Cfg(smollm2=False))}
+
+
+# the recorded VERSION 2 run on facts-tiny: DiKE keeps the subject's other facts because its edits barely take
+_BARELY_EDITS = dict(
+    rome_efficacy_tiny=0.92, memit_efficacy_tiny=0.74, alphaedit_efficacy_tiny=0.29, dike_efficacy_tiny=0.09,
+    dike_mu0_efficacy_tiny=0.39, best_baseline_efficacy_tiny=0.92, rome_rloc_tiny=0.61, memit_rloc_tiny=0.80,
+    alphaedit_rloc_tiny=0.93, dike_rloc_tiny=0.96, dike_mu0_rloc_tiny=0.87, best_baseline_rloc_tiny=0.93,
+    unedited_rloc_tiny=1.0,
+)  # fmt: skip
+
+
+def test_a_locality_win_without_efficacy_parity_is_not_testable():
+    vs = _dike_verdicts(**_BARELY_EDITS)
+    assert vs["efficacy_parity_tiny"].verdict == "not reproduced"
+    assert vs["rloc_tiny"].measured == "reproduced" and vs["rloc_tiny"].verdict == "not testable"
+    assert "efficacy_parity_tiny is not reproduced" in vs["rloc_tiny"].note
+    assert vs["mechanism_tiny"].verdict == "not testable"  # DiKE 0.09 vs μ = 0 0.39: the ablation changes strength
+    assert vs["efficacy_tiny"].verdict == "not reproduced"  # the efficacy claim itself is decided
+
+
+def test_a_locality_win_at_parity_is_reproduced_unless_the_mu0_control_wins_too():
+    at_parity = _BARELY_EDITS | dict(dike_efficacy_tiny=0.91, dike_mu0_efficacy_tiny=0.90, dike_mu0_rloc_tiny=0.80)
+    vs = _dike_verdicts(**at_parity)
+    assert vs["efficacy_parity_tiny"].verdict == vs["control_mu0_tiny"].verdict == "reproduced"
+    assert vs["rloc_tiny"].verdict == "reproduced" and vs["mechanism_tiny"].verdict == "reproduced"
+    vs = _dike_verdicts(**at_parity | dict(dike_mu0_rloc_tiny=0.97))  # the mechanism removed keeps as much
+    assert vs["control_mu0_tiny"].verdict == "not reproduced" and vs["rloc_tiny"].verdict == "not testable"
+    vs = _dike_verdicts(**at_parity | dict(best_baseline_rloc_tiny=1.0, unedited_rloc_tiny=1.0))  # no headroom
+    assert vs["headroom_tiny"].verdict != "reproduced" and vs["rloc_tiny"].verdict == "not testable"
+
+
+def test_edits_at_the_ceiling_pass_the_ceiling_prone_gates():
+    """Every seed at efficacy 1.0 (SmolLM2's baselines): the gates declared deterministic decide on the value instead
+    of calling identical seeds inconclusive."""
+    from iclr26.core.claims import verdict
+    from iclr26.papers import dike
+
+    gate = next(c for c in dike.CLAIMS if c.id == "efficacy_parity_smollm2")
+    seeds = [{"dike_efficacy_smollm2": 1.0, "best_baseline_efficacy_smollm2": 1.0}] * 5
+    assert verdict(gate, seeds).verdict == "reproduced"
+    seeds = [{"dike_efficacy_smollm2": 0.4 + 0.1 * i, "best_baseline_efficacy_smollm2": 1.0} for i in range(5)]
+    assert verdict(gate, seeds).verdict == "not reproduced"

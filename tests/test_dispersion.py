@@ -13,6 +13,8 @@ from iclr26.lenses.dispersion import (
     dispersion_gap,
     dispersion_pairwise,
     knn_lm_logprobs,
+    knn_lm_mix,
+    knn_neighbours,
     segment_stats,
 )
 
@@ -166,6 +168,33 @@ def test_knn_lm_interpolation():
     assert got == pytest.approx(0.5 + 0.5 * 0.2, abs=1e-4)
 
 
+def test_knn_neighbours_and_mix_equal_a_brute_force_loop():
+    """The precomputed-neighbour path (used to tune λ and the temperature per key) against an explicit loop over
+    every query, with a temperature that makes every neighbour count."""
+    g = torch.Generator().manual_seed(0)
+    keys, q = torch.randn(40, 5, generator=g), torch.randn(7, 5, generator=g)
+    values, targets = torch.randint(0, 4, (40,), generator=g), torch.randint(0, 4, (7,), generator=g)
+    lm_lp = torch.log(torch.rand(7, generator=g) * 0.5 + 0.1)
+    dist, idx = knn_neighbours(keys, q, k=6, chunk=3)
+    got = knn_lm_mix(dist, idx, values, targets, lm_lp, lam=0.3, temperature=4.0)
+    for i in range(7):
+        d2 = ((keys - q[i]) ** 2).sum(-1)
+        near = d2.argsort()[:6]
+        w = torch.softmax(-d2[near] / 4.0, 0)
+        p_knn = float((w * (values[near] == targets[i]).float()).sum())
+        want = math.log(0.3 * p_knn + 0.7 * math.exp(lm_lp[i].item()) + 1e-12)
+        assert got[i].item() == pytest.approx(want, abs=1e-5)
+    assert torch.allclose(got, knn_lm_logprobs(keys, values, q, targets, lm_lp, k=6, lam=0.3, temperature=4.0))
+    # a higher temperature spreads the kNN mass: the result depends on it (the tuned parameter is not a no-op)
+    assert not torch.allclose(got, knn_lm_mix(dist, idx, values, targets, lm_lp, lam=0.3, temperature=0.01))
+    with pytest.raises(ValueError, match="temperature must be > 0"):
+        knn_lm_mix(dist, idx, values, targets, lm_lp, temperature=0.0)
+    with pytest.raises(ValueError, match=r"λ must be in \[0, 1\]"):
+        knn_lm_mix(dist, idx, values, targets, lm_lp, lam=1.5)
+    with pytest.raises(ValueError, match="must share d"):
+        knn_neighbours(keys, torch.randn(3, 4))
+
+
 def test_smoke_reproduction_through_cli(tmp_path, monkeypatch):
     pytest.importorskip("gensim")
     from iclr26.cli import main
@@ -204,4 +233,20 @@ def test_smoke_reproduction_through_cli(tmp_path, monkeypatch):
     assert {c["id"] for c in v["claims"]} >= {"ppl-correlation", "depth", "knn-key", "push-away"}
     m = json.loads((run / "metrics.json").read_text())["aggregate"]
     assert all(math.isfinite(m[k]["mean"]) for k in ("r_real_mean", "r_tiny_models", "knn_choice_gain"))
+    # the gates' metrics: the untrained control, budget parity of the push-away arms (equal by construction)
+    assert all(math.isfinite(m[k]["mean"]) for k in ("r_untrained_mean", "r_untrained_last", "lm_gain_real"))
+    assert m["budget_dev_single"]["mean"] == 0.0 and m["budget_dev_cross"]["mean"] == 0.0
+    roles = {c["id"]: c["role"] for c in v["claims"]}
+    assert roles["untrained-no-correlation"] == "negative control" and roles["push-budget"] == "budget"
     assert list((run / "plots").glob("*.png"))
+
+
+def test_unigram_baseline_of_the_push_away_testbed_is_hand_computed():
+    """The testbed gate compares the baseline with an add-one unigram model; check it against hand counts."""
+    from iclr26.papers.dispersion.experiment import _unigram_ppl
+
+    train = torch.tensor([[9, 0, 0, 1], [9, 0, 2, 2]])  # predicted tokens (positions ≥ 1): 0,0,1,0,2,2
+    test = torch.tensor([[9, 0, 1], [9, 2, 2]])
+    p = (torch.tensor([3, 1, 2, 0.0]) + 1) / 10  # counts + 1 over a vocabulary of 4
+    nll = torch.stack([-(p[0].log() + p[1].log()) / 2, -(p[2].log() * 2) / 2])
+    assert _unigram_ppl(train, test, 4) == pytest.approx(math.exp(nll.mean().item()))

@@ -8,6 +8,8 @@ import pytest
 from scipy.stats import chisquare
 
 from iclr26.embodied.enact import (
+    FrameConfig,
+    FrameScorer,
     HouseholdEnv,
     SceneGraph,
     TransitionScorer,
@@ -30,6 +32,15 @@ from iclr26.embodied.enact import (
     write_jsonl,
 )
 from iclr26.embodied.enact.world import Fact, Signature
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    """sklearn and numpy on one thread: several BLAS threads on a busy 2-core machine spin-wait and collapse."""
+    from iclr26.core.threads import run_threads
+
+    with run_threads(1):
+        yield
 
 
 def G(*facts):
@@ -77,6 +88,24 @@ def test_verifier_accepts_an_equivalent_order_and_rejects_a_wrong_one():
     r = score_item(inv, [2, 1, 3])
     assert r["task_accuracy"] == 0.0 and r["pairwise_accuracy"] == pytest.approx(1 / 3)
     assert r["errors"]["polarity_inversion"] == 2
+
+
+def test_zero_based_and_too_short_items_are_clear_errors():
+    it = item_with([G0, G_FRIDGE, G_BOTH], "forward", [2, 1])
+    with pytest.raises(ValueError, match="1-based"):
+        score_item(it, "[1, 0]")
+    with pytest.raises(ValueError, match="1-based"):
+        score_answers([it], [[1, 0]])
+    assert score_item(it, [1, 0], zero_based=True) == score_item(it, [2, 1])  # the official re-indexing, on request
+    one = dict(it, L=1, gt_answer=[], choices=[], steps=[], frames=it["frames"][:1])
+    with pytest.raises(ValueError, match="L >= 2"):
+        score_item(one, "[]")
+    with pytest.raises(ValueError, match="at least 2 frames"):
+        make_items([G0, G_FRIDGE], [0], np.random.default_rng(0))
+    with pytest.raises(ValueError, match="L >= 2"):
+        build_items(range(1), (1, 3), per_length=1)
+    with pytest.raises(ValueError, match="no items"):
+        score_answers([], [])
 
 
 def test_parse_and_invalid_answers():
@@ -214,6 +243,54 @@ def test_transition_scorer_learns_from_other_trajectories(items):
     assert res["pairwise_accuracy"] > chance_pa + 0.2 and res["pairwise_accuracy"] > ctrl["pairwise_accuracy"] + 0.2
 
 
+def test_raster_hides_closed_containers_and_names_objects_by_colour():
+    from iclr26.embodied.enact.render import PLACES, RASTER_SHAPE, raster
+
+    inside = G(("Inside", "cup", "fridge"))
+    shown = G(("Inside", "cup", "fridge"), ("Open", "fridge"))
+    f = 2 * PLACES.index("fridge")
+    img_c, img_o = raster(inside), raster(shown)
+    assert img_c.shape == RASTER_SHAPE and img_c.min() >= 0 and img_c.max() <= 1
+    assert np.allclose(img_c[1:, f : f + 2], 0.5) and not np.allclose(img_o[1:, f : f + 2], 0.5)  # hidden vs seen
+    assert np.allclose(img_o[1, f], [0.2, 0.3, 0.9])  # the cup's colour
+    # a pixel's position does not name the object: the cup takes the first slot alone, the second beside the apple
+    t, cup = 2 * PLACES.index("table"), [0.2, 0.3, 0.9]
+    alone, pair = (
+        raster(G(("OnTop", "cup", "table"))),
+        raster(G(("OnTop", "apple", "table"), ("OnTop", "cup", "table"))),
+    )
+    assert np.allclose(alone[1, t], cup) and np.allclose(pair[1, t + 1], cup) and not np.allclose(pair[1, t], cup)
+    cooked = raster(G(("OnTop", "apple", "stove"), ("Cooked", "apple")))
+    s_ = 2 * PLACES.index("stove")
+    assert np.allclose(cooked[1, s_], 0.45 * np.array([0.86, 0.16, 0.16]))
+
+
+def test_frame_scorer_learns_from_pixels_and_its_shuffled_control_does_not(items):
+    from iclr26.embodied.enact.pipeline import extract_keyframes as kf
+
+    train = [[r[k] for k in kf(r)] for r in (rollout(s, n_changes=14) for s in range(200, 230))]
+    cfg = FrameConfig(hidden=16, max_iter=150)
+    sub = items[::4]
+    res = score_answers(sub, [FrameScorer(cfg, seed=0).fit(train).answer(it) for it in sub])["overall"]
+    shuffled = FrameScorer(cfg, seed=0).fit(train, shuffle_labels=True)
+    ctrl = score_answers(sub, [shuffled.answer(it) for it in sub])["overall"]
+    chance_pa = np.mean([chance(it)["pairwise_accuracy"] for it in sub])
+    assert res["pairwise_accuracy"] > chance_pa + 0.2 and res["pairwise_accuracy"] > ctrl["pairwise_accuracy"] + 0.2
+    with pytest.raises(RuntimeError, match="fit"):
+        FrameScorer().answer(sub[0])
+    with pytest.raises(ValueError, match="pixel_noise"):
+        FrameConfig(pixel_noise=-0.1)
+
+
+def test_chi_square_log_p_matches_scipy_and_does_not_underflow():
+    from iclr26.papers.enact.experiment import _log10p
+
+    counts = [50, 55, 45, 52]
+    assert _log10p(counts) == pytest.approx(math.log10(chisquare(counts).pvalue), rel=1e-9)
+    skewed = [10_000, 10, 10, 10]
+    assert chisquare(skewed).pvalue == 0.0 and _log10p(skewed) < -1000  # scipy's p underflows, the log does not
+
+
 def test_render_draws_a_frame():
     from iclr26.embodied.enact.render import frame_array
 
@@ -230,9 +307,12 @@ def test_smoke_run_of_the_paper():
             pass
 
     cfg = card.Cfg(seeds=(0,), lengths=(3, 4), n_test=4, n_val=3, n_train=8, per_length=2, random_reps=2,
-                   kfts_draws=2000)  # fmt: skip
+                   kfts_draws=2000, alpha_grid=(1e-2,), hidden=8)  # fmt: skip
     m = experiment.run(cfg, 0, Ctx())
     for claim in card.CLAIMS:
         for name in claim.metrics():
             assert name in card.METRICS and name in m, name
+    for name in card.TABLE_METRICS:
+        assert name in card.METRICS and name in m, name
     assert m["oracle_ta"] == 1.0 and m["oracle_pa"] == 1.0 and m["kfts_tv"] < m["naive_tv"]
+    assert m["frame_ta_null_Lmax"] == pytest.approx(m["frame_pa_Lmin"] ** 3)

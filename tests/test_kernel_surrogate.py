@@ -173,7 +173,10 @@ def test_smoke_run_through_the_harness(tmp_path):
     assert res.per_seed
     assert all(math.isfinite(v) for m in res.per_seed.values() for k, v in m.items() if not _is_correlation(k))
     assert {c["id"] for c in res.verdicts} >= {"loo-correlation", "gradient-estimation", "selection"}
-    assert all(c["verdict"] in ("reproduced", "not reproduced", "inconclusive", "not run") for c in res.verdicts)
+    assert all(
+        c["verdict"] in ("reproduced", "not reproduced", "inconclusive", "not testable", "not run")
+        for c in res.verdicts
+    )
     assert (res.run_dir / "verdicts.json").exists()
 
 

@@ -243,3 +243,49 @@ def test_smoke_run(tmp_path):
         assert all(math.isfinite(v) for v in metrics.values())
         assert metrics["sim_gap_mid"] == metrics["sim_gap_mid"]  # the mismatched-pair contrast is computed
         assert 0 <= metrics["cons_pre"] <= 1 and 0 < metrics["frac_last"] < metrics["frac_full"] == 1.0
+        assert 0 <= metrics["cons_pre_en"] <= 1 and metrics["budget_dev_first"] == 0.0  # the gates' metrics
+
+
+def test_the_seeds_measure_disjoint_slices_of_the_hand_written_text():
+    """Seeds 0, 1, 2 of the quick scale are independent samples of the pool (no item measured twice), not
+    overlapping resamples whose spread would understate the sampling noise."""
+    from iclr26.papers.language_control import CONFIGS
+    from iclr26.papers.language_control.real import SENTENCES, WORDS, seed_items
+
+    for n_items, pool in ((CONFIGS["quick"].smollm2_sentences, SENTENCES), (CONFIGS["quick"].smollm2_concepts, WORDS)):
+        parts = [set(seed_items(s, n_items, len(pool))) for s in CONFIGS["quick"].seeds]
+        assert all(len(p) == n_items for p in parts)
+        assert not set.intersection(*parts) and len(set.union(*parts)) == n_items * len(parts)
+    assert seed_items(3, 20, 60) == seed_items(0, 20, 60)  # a fourth seed wraps around: only 3 disjoint slices
+    with pytest.raises(ValueError, match="1..60 items"):
+        seed_items(0, 61, 60)
+
+
+def test_parallel_text_rows_are_complete_and_translations_differ_from_english():
+    from iclr26.papers.language_control.texts import SENTENCES, WORDS, _table
+
+    assert len(SENTENCES) == 60 and len(WORDS) == 48
+    assert len({row[0] for row in SENTENCES}) == 60 and len({row[0] for row in WORDS}) == 48
+    # the lens compares the English word with its translation: a translation spelt like the English word says nothing
+    assert all(row[j].lower() != row[0].lower() for row in WORDS for j in (2, 3))
+    with pytest.raises(ValueError, match="four non-empty columns"):
+        _table("cat | chat | gato")
+
+
+def test_english_positive_control_reads_english_answers(tok, world):
+    """evaluate_english counts an output as consistent exactly when its majority language is English."""
+    from iclr26.papers.language_control.experiment import evaluate_english
+
+    class Echo(torch.nn.Module):  # a "model" that always answers the same English output
+        def __init__(self, text):
+            super().__init__()
+            self.ids = tok(text)["input_ids"]
+
+        def generate(self, input_ids, **kw):
+            out = torch.tensor(self.ids)[None].expand(input_ids.shape[0], -1)
+            return torch.cat([input_ids, out], 1)
+
+    p = Problem("tom", "apples", 3, 4)
+    en, l1 = world.output("en", p), world.output("l1", p)
+    assert evaluate_english(Echo(en), tok, world, 5, 0)["cons"] == 1.0
+    assert evaluate_english(Echo(l1), tok, world, 5, 0)["cons"] == 0.0

@@ -297,3 +297,175 @@ def test_shared_loop_does_not_stop_before_min_steps():
     hist = fit([w], opt, lambda ex: -w.sum(), lambda step: [None], steps=50, warmup=0.0, max_grad_norm=10.0,
                validate=lambda: 0.0, eval_every=2, patience=2, progress=False, min_steps=20)  # fmt: skip
     assert hist["best_step"] == 2 and hist["val_step"][-1] == 20  # flat validation: stops at min_steps, not at 6
+
+
+# ------------------------------------------------------------------------------------------- issue #41 / #46 (V6)
+def _adamw_by_hand(perk, phi0, ids, mask, steps, lr, wd, bias_correction=True, decay_sign=1.0):
+    """AdamW written out with switches that break one term each (what the inner loop must not do)."""
+    (b1, b2), eps = perk.cfg.inner_betas, perk.cfg.inner_eps
+    p = {n: t.clone() for n, t in phi0.items()}
+    m = {n: torch.zeros_like(t) for n, t in p.items()}
+    v = {n: torch.zeros_like(t) for n, t in p.items()}
+    for k in range(steps):
+        q = {n: t.detach().requires_grad_(True) for n, t in p.items()}
+        grads = torch.autograd.grad(clm_loss(perk.model, q, ids, mask), list(q.values()))
+        for (n, t), g in zip(p.items(), grads):
+            m[n], v[n] = b1 * m[n] + (1 - b1) * g, b2 * v[n] + (1 - b2) * g * g
+            c1, c2 = (1 - b1 ** (k + 1), 1 - b2 ** (k + 1)) if bias_correction else (1.0, 1.0)
+            p[n] = t - lr * (m[n] / c1 / ((v[n] / c2).sqrt() + eps) + decay_sign * wd * t)
+    return p
+
+
+@pytest.mark.parametrize("wd", [0.0, 0.3])
+def test_inner_adamw_equals_torch_adamw(wd):
+    """The differentiable inner AdamW against torch.optim.AdamW (an independent reference) on the same loss: bias
+    correction, decoupled weight decay (sign included) and the moments must all match (relative error of the
+    displacement < 1e-3); an AdamW without bias correction or with the decay's sign flipped misses by far more."""
+    model, tok = micro("llama")
+    cfg = PERKConfig(
+        seg_len=16, inner_lr=1e-2, inner_steps=4, lora_rank=4, inner_weight_decay=wd, unroll_last=0, inner_eps=1e-12
+    )  # ε: the inner loop's sqrt(v + ε²) vs torch's sqrt(v) + ε, equal as ε → 0
+    perk = PERK(model, tok, cfg)
+    torch.manual_seed(3)
+    with torch.no_grad():  # a non-zero B: every LoRA tensor gets a gradient from the first step
+        for p in perk.init_params().values():
+            p.add_(0.2 * torch.randn_like(p))
+    ids, mask = perk.segments(["a b : c d . e f : g h .", "i j : k l . m n : o p ."])
+    phi0 = {n: p.detach().clone() for n, p in perk.init_params().items()}
+    phi, _, _ = inner_loop(perk.model, phi0, torch.full((4, len(phi0)), 1e-2), ids, mask, cfg)
+    ref = {n: p.clone().requires_grad_(True) for n, p in phi0.items()}
+    opt = torch.optim.AdamW(list(ref.values()), lr=1e-2, betas=cfg.inner_betas, eps=cfg.inner_eps, weight_decay=wd)
+    for _ in range(4):
+        opt.zero_grad()
+        clm_loss(perk.model, ref, ids, mask).backward()
+        opt.step()
+
+    def rel(a):  # ‖a − torch's‖ / ‖torch's displacement‖ over every LoRA tensor
+        num = sum(float((a[n] - ref[n]).pow(2).sum()) for n in phi) ** 0.5
+        return num / sum(float((ref[n] - phi0[n]).pow(2).sum()) for n in phi) ** 0.5
+
+    assert rel(phi) < 1e-3
+    assert rel(_adamw_by_hand(perk, phi0, ids, mask, 4, 1e-2, wd)) < 1e-3  # the hand-written one agrees too
+    assert rel(_adamw_by_hand(perk, phi0, ids, mask, 4, 1e-2, wd, bias_correction=False)) > 0.1
+    if wd:
+        assert rel(_adamw_by_hand(perk, phi0, ids, mask, 4, 1e-2, wd, decay_sign=-1.0)) > 0.05
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("inner_lr", float("inf")), ("inner_lr", float("nan")), ("outer_lr", float("inf")),
+     ("inner_weight_decay", float("nan")), ("max_grad_norm", float("inf"))],
+)  # fmt: skip
+def test_non_finite_hyper_parameters_are_clear_errors(field, value):
+    with pytest.raises(ValueError, match=f"PERKConfig.{field}"):
+        PERKConfig(**{field: value})
+    from iclr26.latent.perk import FTICRConfig
+
+    with pytest.raises(ValueError, match="FTICRConfig.lr"):
+        FTICRConfig(lr=float("inf"))
+
+
+def test_a_diverging_inner_loop_stops_with_a_clear_error():
+    model, tok = micro()
+    perk = PERK(model, tok, PERKConfig(seg_len=16, inner_lr=1e-3, lora_rank=2))
+    with torch.no_grad():
+        next(p for n, p in perk.model.named_parameters() if "embed" in n).fill_(float("nan"))
+    with pytest.raises(FloatingPointError, match="inner_lr"):
+        perk.encode(["a b : c d ."])
+
+
+def test_encoding_is_order_invariant_by_construction():
+    """Position robustness holds by construction (segments are a batch, positions restart): the sanity check."""
+    model, tok = micro()
+    perk = PERK(model, tok, PERKConfig(seg_len=16, inner_lr=3e-3, lora_rank=4))
+    segs = ["a b : c d .", "e f : g h .", "i j : k l ."]
+    fwd, rev = perk.encode(segs), perk.encode(segs[::-1])
+    assert max(float((fwd[n] - rev[n]).abs().max() / fwd[n].abs().max().clamp_min(1e-12)) for n in fwd) < 1e-4
+
+
+def test_lm_only_base_never_sees_the_question_format():
+    from iclr26.papers.perk import CONFIGS
+    from iclr26.papers.perk.base import _lm_batch
+
+    cfg = CONFIGS["smoke"]
+    w = KVWorld(cfg.sents_per_seg, cfg.n_keys, cfg.n_keys)
+    tok = build_word_tokenizer(w.vocabulary_texts())
+    ids, wt, mask = _lm_batch(w, tok, cfg, random.Random(0))
+    ask = tok.convert_tokens_to_ids("ask")
+    assert not (ids == ask).any() and torch.equal(wt > 0, mask > 0)  # every real token has weight 1, no question
+    text = tok.decode(ids[0][mask[0] > 0], skip_special_tokens=True).split()
+    keys = [t for t in text if t in w.keys]
+    assert all(keys.count(k) >= 2 for k in keys)  # every item is restated in the recap (the copy signal)
+
+
+def test_budget_gate_blocks_the_comparison_when_the_arms_train_on_different_numbers_of_contexts():
+    from iclr26.core.claims import NOT_TESTABLE
+    from iclr26.core.gates import evaluate
+    from iclr26.papers import perk as card
+
+    g = torch.Generator().manual_seed(0)
+
+    def seeds(ratio):
+        out = []
+        for _ in range(5):
+            j = lambda: 0.01 * float(torch.randn(1, generator=g))  # noqa: E731
+            out.append(dict(fticr_lcb_hop1_Ltrain=0.91, fticr_lcb_Ltrain=0.91, noadapter_ucb=0.07,
+                            budget_ratio=ratio, perk_acc_Ltrain=0.9 + j(), noadapter_acc=0.01 + j(),
+                            untrained_acc_Ltrain=0.1 + j(), perk_acc=0.8 + j(), fticr_acc=0.7 + j(),
+                            perk_drop=0.1 + j(), fticr_drop=0.3 + j(), perk_acc_hop2=0.7 + j(),
+                            fticr_acc_hop2=0.6 + j(), perk_order_gap=1e-7, perk_mem_growth=2.0,
+                            icr_mem_growth=3.5, perk_mem_added=1.2, icr_mem_added=0.4))  # fmt: skip
+        return out
+
+    fair = {v.id: v for v in evaluate(card.CLAIMS, seeds(1.0), card.CONFIGS["smoke"])}  # smollm2 off
+    assert fair["beats-fticr"].verdict == "reproduced"
+    unfair = {v.id: v for v in evaluate(card.CLAIMS, seeds(0.5), card.CONFIGS["smoke"])}
+    assert unfair["budget"].verdict == "not reproduced" and unfair["beats-fticr"].verdict == NOT_TESTABLE
+    assert fair["memory-scaling"].measured == "not reproduced"  # the ratio holds, the absolute growth does not
+
+
+@pytest.mark.parametrize("arch", ["llama", "qwen2"])
+def test_real_model_half_runs_on_a_local_model(tmp_path, arch):
+    """`iclr26 run perk --model PATH`: the planted-passage check on a tiny random model saved to disk."""
+    import dataclasses
+
+    from iclr26.papers import perk as card
+    from iclr26.papers.perk import experiment
+    from iclr26.worlds.text import test_split, wikipedia
+
+    texts = [" ".join(d.split()[:400]) for d in test_split(wikipedia())[:40]] + ["The password of the archive is"]
+    tok = build_word_tokenizer(texts + [" ".join(experiment._PLANTS)], max_vocab=3000)
+    tiny_model(arch, vocab_size=len(tok), d_model=32, n_layers=2, n_heads=4, max_len=256).save_pretrained(tmp_path)
+    tok.save_pretrained(tmp_path)
+
+    class Ctx:
+        quiet, model = True, str(tmp_path)
+
+        def log(self, msg):
+            pass
+
+    experiment._SMOL.clear()
+    cfg = dataclasses.replace(card.CONFIGS["smoke"], smollm2=True, smol_tokens=32, smol_steps=2, smol_passages=2)
+    m = experiment._smollm2(cfg, 0, Ctx())
+    needed = {n for c in card.CLAIMS if c.when == "smollm2" for n in c.metrics()}
+    assert needed <= set(m) and all(torch.isfinite(torch.tensor(m[n])) for n in needed)
+    assert experiment._SMOL["name"] == str(tmp_path)
+    experiment._SMOL.clear()
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(__import__("os").environ.get("ICLR26_SLOW") != "1", reason="loads smollm2-135m; ICLR26_SLOW=1")
+def test_use_it_on_your_model_example_on_smollm2():
+    """The docs' 'Use it on your model' example on SmolLM2 itself: after encoding a passage with a planted fact the
+    model completes the cloze with it, without the passage in the prompt; before, it does not."""
+    from iclr26.lm import zoo
+
+    model, tok = zoo.load("smollm2-135m")
+    perk = PERK(model, tok, PERKConfig(seg_len=128, inner_steps=5, unroll_last=0, lora_rank=8, inner_lr=3e-3,
+                                       inner_weight_decay=0.0))  # fmt: skip
+    passage = ("The archive sits in the basement of the old library. The password of the archive is falcon. "
+               "Visitors need a permit from the librarian, who keeps the register of every loan.")  # fmt: skip
+    before = perk.answer("The password of the archive is", None, max_new_tokens=3)
+    phi = perk.encode([passage])
+    after = perk.answer("The password of the archive is", phi, max_new_tokens=3)
+    assert after.lower().startswith("falcon") and not before.lower().startswith("falcon")

@@ -151,6 +151,117 @@ def test_masked_loss_ignores_prefix_and_l_delta_equals_l2_flow_error(policy):
     assert torch.allclose(out["l_delta"], out["l_m"], rtol=1e-5)  # (u - u~) - (u^ - u~) = u - u^
 
 
+def _trained_like(model, std=0.5, seed=0):
+    """Random LoRA B (as after training), so that the LoRA model differs from the base."""
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for name, q in model.named_parameters():
+            if "lora_B" in name:
+                q.copy_(torch.randn(q.shape, generator=g) * std)
+    return model.eval()
+
+
+def test_l_delta_matches_its_formula_on_a_lora_that_differs_from_the_base(policy):
+    """L_Delta = mean_b sum_tau ||m (u - u~) - m (u^ - u~)||^2 / max(1, sum m), recomputed by hand from the same draws,
+    with a LoRA whose output differs from the base's (so a flipped sign or a dropped u~ would show)."""
+    obs, a = torch.randn(16, O), torch.randn(16, P, A)
+    model = _trained_like(with_lora(policy, REMACConfig(dropout=0.0)))
+    cfg = REMACConfig(curriculum=False, dropout=0.0)  # Charbonnier L_m: L_Delta is a distinct term
+    out = remac_loss(model, policy, obs, a, 0, cfg, torch.Generator().manual_seed(3))
+    g = torch.Generator().manual_seed(3)  # the same draws, in remac_loss's order
+    d = torch.randint(0, cfg.d_max + 1, (16,), generator=g)
+    s, eps = torch.rand(16, generator=g), torch.randn(a.shape, generator=g)
+    x = (1 - s)[:, None, None] * eps + s[:, None, None] * a
+    m, u = prefix_mask(d, P), a - eps
+    with torch.no_grad():
+        u_hat, u_base = model(obs, x, s, d), policy(obs, x, s)
+    assert (u_hat - u_base).abs().max() > 1e-2  # the LoRA matters
+    ref = ((m * (u - u_base) - m * (u_hat - u_base)) ** 2).sum((1, 2)).div(m.sum((1, 2)).clamp(min=1)).mean()
+    torch.testing.assert_close(out["l_delta"].detach(), ref, rtol=1e-5, atol=1e-6)
+    flipped = ((m * (u - u_base) + m * (u_hat - u_base)) ** 2).sum((1, 2)).div(m.sum((1, 2)).clamp(min=1)).mean()
+    assert abs(float(flipped) - float(ref)) > 1e-3
+    charb = (torch.sqrt((u_hat - u) ** 2 + 1e-6) * m).sum((1, 2)).div(m.sum((1, 2)).clamp(min=1)).mean()
+    torch.testing.assert_close(out["l_m"].detach(), charb, rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(out["total"].detach(), 0.01 * charb + 0.01 * ref, rtol=1e-5, atol=1e-7)
+
+
+def test_gated_lora_is_the_official_layer_and_cannot_be_merged(policy):
+    from iclr26.embodied.remac import GatedLoRAPolicy, MaskGatedLoRALinear, merge
+
+    torch.manual_seed(1)
+    lin = torch.nn.Linear(5, 3)
+    layer = MaskGatedLoRALinear(lin, r=2, alpha=4.0, dropout=0.0)
+    with torch.no_grad():
+        layer.lora_B.weight.normal_(), layer.mask_proj.weight.normal_(), layer.mask_proj.bias.normal_()
+    x = torch.randn(2, 4, 5)
+    m = torch.tensor([0.0, 0.0, 1.0, 1.0])[None, :, None].expand(2, 4, 1)
+    layer.mask = m
+    y = layer(x)
+    # official: y = W0 x + m * (alpha / r) B A (x + W_m m + b_m)
+    want = lin(x) + m * 2.0 * layer.lora_B(layer.lora_A(x + layer.mask_proj(m)))
+    torch.testing.assert_close(y, want)
+    torch.testing.assert_close(y[:, :2], lin(x)[:, :2])  # the gate: no LoRA on the committed prefix
+    gated = _trained_like(GatedLoRAPolicy(policy, r=4, alpha=8.0, dropout=0.0))
+    obs, xx, s = torch.randn(3, O), torch.randn(3, P, A), torch.rand(3)
+    d = torch.tensor([0, 2, 4])
+    assert not torch.allclose(gated(obs, xx, s, d), policy(obs, xx, s, d), atol=1e-3)
+    assert all(layer.mask is None for layer in gated.layers)  # the mask does not leak into later calls
+    assert sum(q.numel() for q in gated.parameters() if q.requires_grad) < sum(q.numel() for q in policy.parameters())
+    with pytest.raises(TypeError, match="cannot be merged"):
+        merge(gated)
+
+
+def test_flop_counts_match_a_hand_count_and_order_the_samplers(policy):
+    from iclr26.embodied.remac import GatedLoRAPolicy, chunk_flops
+
+    lin = torch.nn.Linear(7, 5)
+    assert chunk_flops(lambda: lin(torch.randn(3, 7))) == 2 * 3 * 7 * 5  # a matmul: 2 * batch * in * out
+    o, prev = torch.zeros(1, O), torch.zeros(1, P, A)
+    base = chunk_flops(lambda: sample_flow(policy, o, 5))
+    assert base == chunk_flops(lambda: sample_flow(policy, o, 5))  # deterministic
+    merged = merge(_trained_like(with_lora(policy, REMACConfig(dropout=0.0))))
+    assert chunk_flops(lambda: sample_prefix_preserved(merged, o, prev, 2, 5)) == base  # merged: the base's cost
+    gated = GatedLoRAPolicy(policy).eval()
+    assert chunk_flops(lambda: sample_prefix_preserved(gated, o, prev, 2, 5)) > 1.1 * base
+    rtc = chunk_flops(lambda: sample_rtc(policy, o, prev, 2, 4, 5))
+    assert rtc > 1.5 * base  # a vector-Jacobian product per step (about one more forward of matrix products)
+
+
+def test_bad_inputs_are_clear_errors(policy):
+    obs, prev = torch.randn(2, O), torch.randn(2, P, A)
+    bad = obs.clone()
+    bad[0, 0] = float("nan")
+    with pytest.raises(ValueError, match="NaN"):
+        sample_flow(policy, bad)
+    with pytest.raises(ValueError, match="NaN"):
+        sample_prefix_preserved(policy, bad, prev, 2)
+    for d in (-1, P + 1):
+        with pytest.raises(ValueError, match="delay d"):
+            sample_prefix_preserved(policy, obs, prev, d)
+    with pytest.raises(ValueError, match="d <= h"):
+        sample_rtc(policy, obs, prev, 5, 4)
+    with pytest.raises(ValueError, match="d <= h"):
+        rtc_weights(-1, 4, 8)
+    with pytest.raises(ValueError, match="prev must be"):
+        sample_prefix_preserved(policy, obs, prev[:, :4], 2)
+    with pytest.raises(ValueError, match="prefix lengths"):
+        prefix_mask(torch.tensor([-1, 2]), P)
+    with pytest.raises(ValueError, match="lora"):
+        REMACConfig(lora="merged")
+
+
+def test_expert_planner_gains_from_the_prefix_at_large_delay():
+    from iclr26.embodied.remac.world import expert_chunker
+
+    def caught(prefix_aware, d):
+        env = BatchCatchBall(100, 3)
+        run_episode(env, expert_chunker(prefix_aware), d, 4, P, A, "async")
+        return env.caught.sum() / (env.landed * env.n)
+
+    assert caught(True, 0) == caught(False, 0)  # nothing committed: the same plans
+    assert caught(True, 4) > caught(False, 4) + 0.2  # planning from where the committed prefix leads
+
+
 def test_sigma_schedule_holds_then_decays():
     cfg = REMACConfig(sigma_start=1.0, sigma_end=0.0, hold=0.2, steps=100)
     assert sigma_schedule(0, 100, cfg) == 1.0 and sigma_schedule(20, 100, cfg) == 1.0
@@ -208,13 +319,15 @@ def test_env_is_deterministic_and_the_expert_solves_it():
 
 def test_tiny_paper_run(tmp_path):
     from iclr26.core.runs import RunContext
-    from iclr26.papers.remac import CLAIMS, Cfg
+    from iclr26.papers.remac import CLAIMS, TABLE_METRICS, Cfg
     from iclr26.papers.remac.experiment import run
 
     cfg = Cfg(seeds=(0,), delays=(0, 2), train_episodes=8, val_episodes=2, eval_episodes=3, tune_episodes=2,
               base_steps=10, lora_steps=3, rtc_betas=(5.0,), te_ks=(0.01,), timing_reps=2)  # fmt: skip
     m = run(cfg, 0, RunContext("remac", "smoke", 0, tmp_path, quiet=True))
     names = {c.lhs for cl in CLAIMS for c in cl.checks} | {c.rhs for cl in CLAIMS for c in cl.checks}
-    names = {n for n in names if isinstance(n, str)} - {f"{a}_d4" for a in ("naive", "remac")}
+    names = {n for n in names if isinstance(n, str)} - {f"{a}_d4" for a in ("naive", "remac", "expert_naive",
+                                                                             "expert_prefix")}  # fmt: skip
+    names |= {n for n in TABLE_METRICS if not n.endswith("_d4")}
     assert names <= set(m), names - set(m)
     assert m["merge_max_abs_diff"] < 1e-5 and all(np.isfinite(v) for v in m.values())

@@ -269,9 +269,147 @@ def test_smoke_reproduction(tmp_path, monkeypatch):
               budget=256, reincarnate_at=2, kl_lambda_start=1, kl_lambda_every=1, eval_every=1, eval_samples=1,
               n_test=30, prompts_per_iter=4, num_generations=4)  # fmt: skip
     m = E.run(cfg, 0, Ctx())
-    for k in ("sft_acc", "acc_grpo", "acc_remix", "remix_speedup", "remix_len_drop", "grpo_len_drop"):
+    for k in ("sft_acc", "acc_grpo", "acc_remix", "remix_len_drop", "grpo_len_drop", "rollout_spread"):
         assert math.isfinite(m[k]), k
+    assert "remix_speedup" in m and "remix_wall_speedup" in m  # NaN when GRPO does not rise (no level to reach)
+    assert m["rollouts_grpo"] == 256 and m["steps_grpo"] == 16  # 16 iterations of 16 rollouts, one step each
+    assert m["steps_remix"] > m["rollouts_remix"] / 16  # m = 2 passes in the mix phase: more steps per rollout
     curves = Ctx.saved["curves_seed0"]
     assert curves["grpo"][-1][0] == 256 and 256 <= curves["remix"][-1][0] < 256 + 16
     ro = [p[0] for p in curves["remix"]]
     assert ro[:3] == [0, 16, 24]  # fresh rollouts: a full first batch, then round((1 - p) 4) = 2 of 4 groups
+
+
+# ----- VERSION 2: TRL's token masks, pi_{k-1} refreshed, clear errors -------------------------------------------
+
+
+@pytest.mark.parametrize("masks", [dict(top_entropy_quantile=0.5), dict(off_policy_mask_threshold=0.05),
+                                   dict(top_entropy_quantile=0.7, off_policy_mask_threshold=0.02)],
+                         ids=["entropy", "off-policy", "both"])  # fmt: skip
+def test_token_masks_match_grpotrainer(policy, tmp_path, masks):
+    """TRL's top-entropy and off-policy sequence masks: ReMix with its parts off computes GRPOTrainer's loss, and the
+    masks change it (so a ReMix that ignored them would fail here)."""
+    kw = dict(beta=0.05, entropy_coef=0.01, **masks)
+    remix = _trainer(policy, tmp_path / "a", off_policy_ratio=0.0, history_window=0, utd=1, kl_convex=False,
+                     reincarnate_at=None, **kw)  # fmt: skip
+    grpo = _trainer(policy, tmp_path / "b", GRPOTrainer, **kw)
+    plain = _trainer(policy, tmp_path / "c", GRPOTrainer, beta=0.05, entropy_coef=0.01)
+    g = torch.Generator().manual_seed(1)
+    B, P, C = 8, 6, 4
+    inputs = {
+        "prompt_ids": torch.randint(4, 16, (B, P), generator=g), "prompt_mask": torch.ones(B, P, dtype=torch.long),
+        "completion_ids": torch.randint(4, 16, (B, C), generator=g),
+        "completion_mask": torch.tensor([[1, 1, 1, 1]] * 6 + [[1, 1, 1, 0]] * 2),
+        "advantages": torch.randn(B, generator=g),
+    }  # fmt: skip
+    with torch.no_grad():
+        lp = remix._logps(remix.model, inputs)
+    inputs["old_per_token_logps"] = lp + 0.4 * torch.randn(B, C, generator=g)
+    inputs["ref_per_token_logps"] = lp + 0.3 * torch.randn(B, C, generator=g)
+    inputs["num_items_in_batch"] = inputs["completion_mask"].sum()
+    want = grpo._compute_loss(grpo.model, inputs).item()
+    assert remix._compute_loss(remix.model, inputs).item() == pytest.approx(want, rel=1e-5, abs=1e-7)
+    assert plain._compute_loss(plain.model, inputs).item() != pytest.approx(want, rel=1e-4)  # the masks matter
+
+
+def test_previous_policy_is_refreshed_every_iteration(policy, tmp_path):
+    """KL-Convex's pi_{k-1} at iteration k is the policy at the start of iteration k - 1 (an independent copy of the
+    weights taken then), not the base: a trainer whose pi_{k-1} is never refreshed fails here."""
+    from transformers import AutoModelForCausalLM
+
+    tr = _trainer(policy, tmp_path, off_policy_ratio=0.0, history_window=0, utd=1, beta=0.1, reincarnate_at=None,
+                  kl_lambda_start=0, kl_lambda_every=1, learning_rate=0.5, bf16=False)  # fmt: skip
+    tr.optimizer = torch.optim.SGD(tr.model.parameters(), lr=2.0)
+    starts, batches = [], []
+    for _ in range(3):
+        starts.append({k: v.detach().clone() for k, v in tr.model.state_dict().items()})
+        (s,) = tr._next_iteration(_gen_batch(tr))
+        batches.append(s)
+        _step(tr, s)
+    assert not torch.allclose(starts[1]["lm_head.weight"], starts[2]["lm_head.weight"])  # the policy moved
+    ref = AutoModelForCausalLM.from_pretrained(policy[0]).eval()
+
+    def logps(state, b):  # by hand: log-softmax of a plain copy of the weights, gathered at the completion tokens
+        ref.load_state_dict(state)
+        ids = torch.cat([b["prompt_ids"], b["completion_ids"]], 1)
+        mask = torch.cat([b["prompt_mask"], b["completion_mask"]], 1)
+        with torch.no_grad():
+            logits = ref(input_ids=ids, attention_mask=mask).logits[:, -b["completion_ids"].size(1) - 1 : -1]
+        return torch.log_softmax(logits.float(), -1).gather(-1, b["completion_ids"].unsqueeze(-1)).squeeze(-1)
+
+    for k in (1, 2):  # iterations 2 and 3 (0-based k): pi_{k-1} = the weights at the start of the previous one
+        m = batches[k]["completion_mask"].bool()
+        got = batches[k]["prev_per_token_logps"][m]
+        assert torch.allclose(got, logps(starts[k - 1], batches[k])[m], atol=1e-4)
+        if k == 2:  # the base: what a never-refreshed pi_{k-1} would hold
+            assert not torch.allclose(got, logps(starts[0], batches[k])[m], atol=1e-3)
+
+
+def test_clear_errors_on_bad_input():
+    with pytest.raises(ValueError, match="num_generations must be >= 2"):
+        group_advantages(torch.tensor([1.0, 0.0]), 1)
+    with pytest.raises(ValueError, match="finite"):
+        group_advantages(torch.tensor([1.0, float("nan"), 0.0, 1.0]), 2)
+    with pytest.raises(ValueError, match="use_vllm"):
+        ReMixConfig(output_dir="x", use_vllm=True, report_to="none", use_cpu=True)
+    with pytest.raises(ValueError, match="use_liger_kernel"):
+        ReMixConfig(output_dir="x", use_liger_kernel=True, report_to="none", use_cpu=True)
+    with pytest.raises(ValueError, match="sequence|token-level"):
+        ReMixConfig(output_dir="x", importance_sampling_level="sequence", report_to="none", use_cpu=True)
+
+
+# ----- the speed-up rule (papers/remix/curves.py) -------------------------------------------------------------
+
+
+def _noisy_curves(rng, speed=1.0, n=400, sft=0.31, gain=0.25):
+    import numpy as np
+
+    xs = np.arange(0, 2561, 192)
+    m = sft + gain * (1 - np.exp(-speed * xs / 900)) / (1 - np.exp(-2560 / 900))
+    m = np.minimum(m, sft + gain * 1.02)
+    y = rng.binomial(n, m) / n
+    y[0] = sft
+    return [(float(x), float(a), 0.0, float(x) / 100) for x, a in zip(xs, y)]
+
+
+def test_speedup_rule_has_no_upward_bias_and_finds_a_real_one():
+    """The audit's null simulation: with ReMix's curve equal to GRPO's in expectation, VERSION 1's rule averages
+    > 1.2x; the rule of VERSION 2 stays near 1, never passes 2x, and still sees a planted 2x speed-up."""
+    import numpy as np
+
+    from iclr26.papers.remix.curves import cost_to, legacy_speedup, level_for, speedup
+
+    rng = np.random.default_rng(0)
+    new, old, fast = [], [], []
+    for _ in range(300):
+        a, b, c = _noisy_curves(rng), _noisy_curves(rng), _noisy_curves(rng, speed=2.0)
+        lv = level_for([p[1] for p in a], a[0][1])
+        new.append(speedup(cost_to(a, lv), cost_to(b, lv)))
+        fast.append(speedup(cost_to(a, lv), cost_to(c, lv)))
+        old.append(legacy_speedup(a[1:], b[1:], 2560))
+    assert np.mean(old) > 1.2
+    assert 0.85 < np.mean(new) < 1.1 and np.mean(np.array(new) > 2) < 0.01
+    assert np.median(fast) > 1.6
+
+
+def test_curve_rule_by_hand():
+    import math
+
+    from iclr26.papers.remix.curves import cost_to, first_crossing, level_for, smooth, speedup
+
+    assert smooth([0.0, 3.0, 6.0, 3.0]).tolist() == [1.5, 3.0, 4.0, 4.5]
+    assert first_crossing([0, 10, 20], [0.0, 0.5, 1.0], 0.75) == 15.0
+    assert first_crossing([0, 10], [0.0, 0.5], 0.75) == math.inf
+    assert level_for([0.2, 0.4, 0.6, 0.6], 0.2, q=0.5) == pytest.approx(0.2 + 0.5 * 0.4)
+    assert math.isnan(level_for([0.3, 0.2, 0.2], 0.3))  # no gain: no level
+    pts = [(0, 0.2, 0, 0), (10, 0.4, 0, 1), (20, 0.6, 0, 2), (30, 0.6, 0, 3)]
+    # smoothed: 0.2 (the SFT point is kept), 0.5, 0.5333, 0.6
+    assert cost_to(pts, 0.5, x=0) == pytest.approx(10.0) and cost_to(pts, 0.55, x=3) == pytest.approx(2.25)
+    assert cost_to([(0, 0.2, 0, 0), (10, 0.9, 0, 1), (20, 0.9, 0, 2)], 0.3) > 0  # never "reached" at 0 rollouts
+    assert speedup(20.0, math.inf) == 0.0 and math.isnan(speedup(math.inf, 5.0)) and speedup(20.0, 40.0) == 0.5
+    with pytest.raises(ValueError, match="odd"):
+        smooth([1.0, 2.0], window=2)
+    with pytest.raises(ValueError, match="finite"):
+        smooth([1.0, float("nan")])
+    with pytest.raises(ValueError, match="non-decreasing"):
+        first_crossing([0, 5, 3], [0, 1, 2], 1.5)

@@ -321,7 +321,7 @@ def test_training_segments_answers_are_exactly_the_planted_answers():
 
 def test_train_sequence_mask_covers_exactly_the_answer_tokens():
     from iclr26.lm.tokenizer import build_word_tokenizer
-    from iclr26.papers.restkv.experiment import _batch, _copy_batch, _train_sequence
+    from iclr26.papers.restkv.tiny_model import _batch, _copy_batch, _train_sequence
 
     w = SyntheticLongCtx()
     tok = build_word_tokenizer(w.vocabulary_texts())
@@ -338,7 +338,7 @@ def test_train_sequence_mask_covers_exactly_the_answer_tokens():
 
 
 def test_tiny_training_curriculum_runs_every_stage(monkeypatch):
-    import iclr26.papers.restkv.experiment as paper
+    import iclr26.papers.restkv.tiny_model as paper
     from iclr26.lm.tokenizer import build_word_tokenizer
     from iclr26.papers.restkv import Phase
 

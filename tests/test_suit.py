@@ -188,11 +188,15 @@ def test_smoke_run_through_the_harness(tmp_path):
     from iclr26.core.runs import run_paper
 
     res = run_paper("suit", scale="smoke", out=tmp_path / "runs", quiet=True)
-    ok = ("reproduced", "not reproduced", "inconclusive", "not run")  # not run: the SmolLM2 claims at smoke scale
+    ok = ("reproduced", "not reproduced", "inconclusive", "not testable", "not run")  # not run: SmolLM2 at smoke
     assert res.verdicts and all(v["verdict"] in ok for v in res.verdicts)
     for m in res.per_seed.values():
-        for k in ("suit_efficacy_tiny", "alphaedit_neighborhood_tiny", "recall_tiny", "suit_score_tiny"):
+        names = ("suit_efficacy_tiny", "alphaedit_neighborhood_tiny", "recall_tiny", "suit_score_tiny",
+                 "best_baseline_neighborhood_tiny", "min_baseline_key_leak_tiny",
+                 "unedited_neighborhood_tiny")  # fmt: skip
+        for k in names:
             assert m[k] == m[k]
+        assert m["unedited_rloc_tiny"] == 1.0 and m["n_edits_tiny"] == 4
     assert (res.run_dir / "plots" / "efficacy_vs_specificity.png").exists()
 
 
@@ -235,3 +239,45 @@ def test_key_leak_diagnostic_by_hand():
     assert out["a_key_leak_tiny"] == pytest.approx(1.0) and out["b_key_leak_tiny"] == 0.0
     assert out["c_key_leak_tiny"] == pytest.approx(2**-0.5)
     assert out["shared_dim_tiny"] == 2 and out["shared_dim_tau06_tiny"] == 1
+
+
+def _suit_verdicts(**means):
+    import random
+
+    from iclr26.core.gates import evaluate
+    from iclr26.papers import suit
+
+    rng = random.Random(0)
+    names = {n for c in suit.CLAIMS if not c.when for n in c.metrics()}
+    per_seed = [{n: means.get(n, 0.5) + rng.gauss(0, 0.005) for n in names} | {"recall_tiny": 1.0} for _ in range(5)]
+    return {v.id: v for v in evaluate(suit.CLAIMS, per_seed, suit.Cfg(smollm2=False))}
+
+
+_SPECIFIC = dict(
+    memit_efficacy_tiny=0.9, alphaedit_efficacy_tiny=0.8, best_baseline_efficacy_tiny=0.9, suit_efficacy_tiny=0.9,
+    memit_neighborhood_tiny=0.7, alphaedit_neighborhood_tiny=0.75, best_baseline_neighborhood_tiny=0.75,
+    suit_neighborhood_tiny=0.9, suit_no_kp_neighborhood_tiny=0.72, unedited_neighborhood_tiny=1.0,
+    memit_key_leak_tiny=0.3, alphaedit_key_leak_tiny=0.5, min_baseline_key_leak_tiny=0.3, suit_key_leak_tiny=0.01,
+    suit_no_kp_key_leak_tiny=0.45,
+)  # fmt: skip
+
+
+def test_specificity_needs_efficacy_parity_headroom_and_a_failing_no_kp_control():
+    vs = _suit_verdicts(**_SPECIFIC)
+    assert vs["specificity_tiny"].verdict == "reproduced" and vs["key_leak_tiny"].verdict == "reproduced"
+    vs = _suit_verdicts(**_SPECIFIC | dict(suit_efficacy_tiny=0.3))  # SUIT barely edits: nothing is disturbed
+    assert vs["specificity_tiny"].measured == "reproduced" and vs["specificity_tiny"].verdict == "not testable"
+    assert vs["key_leak_tiny"].verdict == "not testable"  # an update that does not edit can avoid any direction
+    vs = _suit_verdicts(**_SPECIFIC | dict(suit_no_kp_neighborhood_tiny=0.9))  # no key projection, same Specificity
+    assert vs["control_no_kp_specificity_tiny"].verdict == "not reproduced"
+    assert vs["specificity_tiny"].verdict == "not testable"
+    ceiling = dict(memit_neighborhood_tiny=1.0, alphaedit_neighborhood_tiny=1.0, best_baseline_neighborhood_tiny=1.0)
+    vs = _suit_verdicts(**_SPECIFIC | ceiling)  # the baselines disturb nothing: no room
+    assert vs["headroom_specificity_tiny"].verdict != "reproduced" and vs["specificity_tiny"].verdict == "not testable"
+
+
+def test_key_leak_needs_a_leak_to_remove_and_a_failing_no_kp_control():
+    vs = _suit_verdicts(**_SPECIFIC | dict(memit_key_leak_tiny=0.02, min_baseline_key_leak_tiny=0.02))
+    assert vs["headroom_leak_tiny"].verdict == "not reproduced" and vs["key_leak_tiny"].verdict == "not testable"
+    vs = _suit_verdicts(**_SPECIFIC | dict(suit_no_kp_key_leak_tiny=0.02))
+    assert vs["control_no_kp_leak_tiny"].verdict == "not reproduced" and vs["key_leak_tiny"].verdict == "not testable"

@@ -63,6 +63,13 @@ def test_reward_errors():
         AbstentionReward().answer_reward([_c("Acme")], output=["Acme"])
     with pytest.raises(ValueError, match="abstain_bonus"):
         AbstentionReward(abstain_bonus=-1)
+    with pytest.raises(ValueError, match="finite"):
+        AbstentionReward(wrong_penalty=float("nan"))
+    # 2 completions and 1 gold: an error, not one reward (zip truncation)
+    with pytest.raises(ValueError, match="2 completions but 1 gold"):
+        AbstentionReward()([_c("Acme"), _c("Acme")], answer=["Acme"])
+    with pytest.raises(TypeError, match="strings"):
+        AbstentionReward()([_c("Acme")], answer=[None])
 
 
 def test_metrics_hand_values():
@@ -217,16 +224,12 @@ def test_smoke_run(tmp_path, monkeypatch):
     assert m["teacher_em"] == 1.0 and m["teacher_format"] == 1.0
     for arm in ("sft", "grpo", "emonly", "u80"):
         assert 0.0 <= m[f"{arm}_em"] <= 1.0
-    assert {c["id"] for c in res.verdicts} == {
-        "testbed",
-        "rl-beats-sft-em",
-        "rl-raises-tp",
-        "sft-overconfident",
-        "collapse",
-        "smollm2-testbed",
-        "smollm2-reward-rises",
-    }
+    from iclr26.papers import temporal_abstention as card
+
+    assert {c["id"] for c in res.verdicts} == {c.id for c in card.CLAIMS}
     assert {c["id"]: c["verdict"] for c in res.verdicts}["smollm2-reward-rises"] == "not run"  # opt-in (real_steps)
+    assert m["grpo_steps"] == m["emonly_steps"] == m["u80_steps"] == 2 and m["steps_spread"] == 0.0
+    assert all(0.0 <= m[f"{a}_changed"] <= 1.0 for a in ("grpo", "emonly", "u80"))
     # every seed's SFT policy and GRPO arms are cached units; a rerun loads them and gives the same metrics
     names = sorted(p.name.rsplit("-", 1)[0] for p in (tmp_path / "cache").glob("threads-*/abstention/*.pt"))
     assert names == sorted(f"s{s}-{n}" for s in (0, 1) for n in ("sft", "grpo", "emonly", "u80"))
@@ -244,12 +247,12 @@ def test_units_are_the_stages_and_an_idle_worker_trains_a_later_seeds(tmp_path, 
     from filelock import FileLock
 
     from iclr26.papers.temporal_abstention import CONFIGS, units
-    from iclr26.papers.temporal_abstention.policy import base_policy, tokenizer
+    from iclr26.papers.temporal_abstention.policy import base_policy, start_policy, tokenizer
     from iclr26.papers.temporal_abstention.stages import cot_sft, grpo
 
     monkeypatch.setenv("ICLR26_CACHE", str(tmp_path))
     cfg, tok, lrs = CONFIGS["smoke"], tokenizer(), {"sft_lr": 1e-3, "grpo_lr": 2e-4}
-    base, _ = base_policy(cfg, tok, progress=False)
+    base, _ = base_policy(cfg, tok, progress=False)  # no base at this VERSION: each seed's SFT starts from its init
     held = FileLock(str(units.arm_path(cfg, 2, "emonly", lrs).with_suffix(".lock")))
     held.acquire()  # "another process" is training seed 2's EM-only arm
     try:
@@ -262,18 +265,17 @@ def test_units_are_the_stages_and_an_idle_worker_trains_a_later_seeds(tmp_path, 
     assert {k for k, p in paths.items() if p.exists()} == {(2, "sft"), (2, "grpo"), (2, "u80")}
     torch.manual_seed(999)
     d = units.seed_data(cfg, 2)
-    sft, _ = cot_sft(base, tok, d["sft"], d["val"], cfg, 2, None, lr=lrs["sft_lr"])
+    sft, _, _ = cot_sft(start_policy(cfg, tok, base, 2), tok, d["sft"], d["val"], cfg, 2, None, lr=lrs["sft_lr"])
     for k, v in sft.state_dict().items():
         assert torch.equal(units.sft_unit(cfg, 2, base, tok, lrs)["state"][k], v), k
     torch.manual_seed(998)
-    items, reward, val = units.arm_setup(cfg, 2, "u80")
-    arm, first, last, info = grpo(sft, tok, items, reward, cfg, 2, None, lr=lrs["grpo_lr"], val=val)
+    items, reward = units.arm_setup(cfg, 2, "u80")
+    arm, first, last, info = grpo(sft, tok, items, reward, cfg, 2, None, lr=lrs["grpo_lr"])
     unit = units.arm_unit(cfg, 2, "u80", base, tok, lrs)
     for k, v in arm.state_dict().items():
         assert torch.equal(unit["state"][k], v), k
-    # at smoke scale the rule may keep step 0 (the SFT weights), so the sampled rollouts' rewards carry the check
-    assert (unit["reward_first"], unit["reward_last"], unit["val_reward"]) == (first, last, info["val_reward"])
-    assert unit["steps"] >= 1 and sum(it.kind == "unanswerable" for it in items) > len(items) / 2  # the 80 % arm
+    assert (unit["reward_first"], unit["reward_last"]) == (first, last)
+    assert unit["steps"] == cfg.grpo_steps and sum(it.kind == "unanswerable" for it in items) > len(items) / 2
 
 
 def test_kl_reference_is_the_policy_as_passed(tmp_path):
@@ -341,7 +343,8 @@ def test_real_check_scores_by_hand(monkeypatch):
         return comps
 
     monkeypatch.setattr(real, "generate", fake_generate)
-    m, outs = real.score(None, None, batch)
+    chat_tok = type("Tok", (), {"chat_template": "{{ messages }}"})()
+    m, outs = real.score(None, chat_tok, batch)
     assert outs == comps and seen["cap"] == real.MAX_COMPLETION
     assert seen["prompts"][0][0]["role"] == "system" and seen["prompts"][0][1]["content"] == batch[0].prompt
     assert m["format"] == pytest.approx(3 / 4)  # the last one is cut before </answer>
@@ -376,7 +379,7 @@ def test_real_check_metric_wiring(monkeypatch, tmp_path):
     from iclr26.papers.temporal_abstention import real
 
     monkeypatch.setenv("ICLR26_CACHE", str(tmp_path / "cache"))  # the micro SFT adapter is cached here
-    monkeypatch.setattr(zoo, "load", lambda name: _chat_micro(tmp_path))
+    monkeypatch.setattr(zoo, "load", lambda name, *a, **k: _chat_micro(tmp_path))
     for name, value in {"N_EVAL": 4, "N_VAL": 2, "MAX_COMPLETION": 24, "SFT_MAX_STEPS": 2, "EVAL_EVERY": 1}.items():
         monkeypatch.setattr(real, name, value)
 
@@ -389,7 +392,7 @@ def test_real_check_metric_wiring(monkeypatch, tmp_path):
     ctx = Ctx()
     out = real.real_model_check(2, seed=0, ctx=ctx)
     claims = [c for c in card.CLAIMS if c.when == "real_steps"]
-    assert {c.id for c in claims} == {"smollm2-testbed", "smollm2-reward-rises"}
+    assert {c.id for c in claims} == {"smollm2-testbed", "smollm2-moved", "smollm2-reward-rises"}
     for name in {m for c in claims for m in c.metrics()}:
         assert math.isfinite(out[name]), name
     for k in ("real_reward_first", "real_reward_last", "real_format_first", "real_format_last", "real_target_fit"):
@@ -446,7 +449,8 @@ def test_cfg_real_only_switch():
     with pytest.raises(ValueError, match="real_steps"):
         Cfg(real_steps=-1)
     real_only = Cfg(micro=False, real_steps=6)
-    assert {c.id for c in CLAIMS if c.applies(real_only)} == {"smollm2-testbed", "smollm2-reward-rises"}
+    want = {"smollm2-testbed", "smollm2-moved", "smollm2-reward-rises"}
+    assert {c.id for c in CLAIMS if c.applies(real_only)} == want
     assert not any(c.id.startswith("smollm2") for c in CLAIMS if c.applies(Cfg()))  # quick: opt-in, off
 
 

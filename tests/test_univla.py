@@ -128,6 +128,60 @@ def test_vision_only_loss_ignores_action_tokens():
     assert not torch.allclose(masked_next_token_loss(logits, ids_t, vm), masked_next_token_loss(changed_v, ids_t, vm))
 
 
+def test_masked_loss_equals_transformers_shifted_loss_and_needs_the_shift():
+    """Eq. 1 against an independent reference: transformers' own causal-LM loss (labels -100 where unsupervised),
+    which shifts by one internally. Without the shift (position j predicting x_j) the value differs."""
+    vocab, ids, mask = _seq("world_model")
+    model = UnifiedVLA(vocab.size, (vocab.vision0, vocab.action0), TINY).eval()
+    ids_t, mask_t = torch.as_tensor(ids)[None], torch.as_tensor(mask)[None]
+    labels = torch.where(mask_t.bool(), ids_t, torch.full_like(ids_t, -100))
+    with torch.no_grad():
+        out = model.llm(input_ids=ids_t, labels=labels)
+        ours = masked_next_token_loss(out.logits, ids_t, mask_t)
+        unshifted = torch.nn.functional.cross_entropy(out.logits[0][mask_t[0].bool()], ids_t[0][mask_t[0].bool()])
+    torch.testing.assert_close(ours, out.loss, rtol=1e-5, atol=1e-6)
+    assert abs(float(unshifted) - float(ours)) > 1e-3
+    with pytest.raises(ValueError, match="same B, T"):
+        masked_next_token_loss(out.logits[:, :-1], ids_t, mask_t)
+
+
+def test_bad_inputs_are_clear_errors():
+    fast = FastActionTokenizer(FastConfig(chunk=2))
+    bad = np.zeros((2, 3))
+    bad[1, 0] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        fast.encode(bad)
+    with pytest.raises(ValueError, match="action ids"):
+        fast.decode(np.full(6, -9))
+    frames = np.stack([expert_episode(0, 1)["frames"][0]] * 2)
+    vq = PatchVQ().fit(frames)
+    nan_frames = frames.astype(float)
+    nan_frames[0, 0, 0, 0] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        vq.encode(nan_frames)
+    with pytest.raises(ValueError, match="RGB"):
+        vq.encode(np.zeros((2, 12, 12)))
+
+
+def test_controls_corrupt_codes_or_text_only():
+    from iclr26.embodied.univla import EpisodeTokens, corrupted
+
+    eps = [expert_episode(s, 3, "other") for s in range(8)]
+    vq = PatchVQ().fit(np.concatenate([e["frames"] for e in eps]))
+    fast = FastActionTokenizer(FastConfig(chunk=2))
+    vocab = UnifiedVocab(WORDS, len(vq.centres), fast.n_tokens)
+    data = EpisodeTokens(eps, vq, fast, vocab, 17)
+    junk = corrupted(data, "random_codes", seed=0)
+    assert junk.text == data.text and all(j.shape == c.shape for j, c in zip(junk.codes, data.codes))
+    assert np.mean([np.mean(j != c) for j, c in zip(junk.codes, data.codes)]) > 0.5
+    assert max(int(j.max()) for j in junk.codes) < len(vq.centres)
+    shuf = corrupted(data, "shuffled_text", seed=0)
+    assert all(np.array_equal(a, b) for a, b in zip(shuf.codes, data.codes))
+    assert sorted(map(tuple, shuf.text)) == sorted(map(tuple, data.text)) and shuf.text != data.text
+    with pytest.raises(ValueError, match="kind"):
+        corrupted(data, "noise")
+
+
 # --- model, encoder baseline, constrained decoding ----------------------------------------------------------------
 def test_encoder_baseline_reads_patches_not_vision_ids():
     vocab, ids, _ = _seq("policy")
@@ -199,8 +253,17 @@ def test_smoke_run():
 
     m = run(CONFIGS["smoke"], 0, Ctx())
     assert m["expert_short_success"] == 1.0 and m["expert_long_success"] == 1.0
-    for k in ("none_few_long_success", "world_model_few_long_success", "gain_long_few", "wm_minus_none_few"):
-        assert np.isfinite(m[k])
+    for k in (
+        "none_few_long_success",
+        "world_model_few_long_success",
+        "gain_long_few",
+        "wm_minus_none_few",
+        "junk_few_avg_progress",
+        "world_model_vision_loss",
+        "wm_shuffled_vision_loss",
+        "junk_vision_loss",
+    ):
+        assert np.isfinite(m[k]), k
 
 
 # --- training to convergence ----------------------------------------------------------------------------------------

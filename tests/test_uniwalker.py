@@ -104,26 +104,98 @@ def _train_steps(model, learner, data, steps=10):
         opt.step()
 
 
-@pytest.mark.parametrize("kind", ["uw", "seqft"])
-def test_old_expert_is_isolated(kind):
-    """Uni-Walker's task-0 expert is frozen while task 1 trains (only shared A moves, held by SSC); Seq-FT's
-    single adapter is overwritten. The same check fails if Uni-Walker is replaced by Seq-FT."""
+# the parameters that hold task 0's knowledge: Uni-Walker's expert "0", O-LoRA's and the ceiling's LoRA "0", SD-LoRA's
+# magnitude of direction 0, Seq-FT's single adapter, HydraLoRA's heads and shared A
+TASK0 = {"uw": ".experts.0", "olora": ".lora_B.0", "indep": ".lora_B.0", "sdlora": ".magnitudes.0",
+         "seqft": "lora_B", "hydra": ".lora_B"}  # fmt: skip
+
+
+def _learner_of(kind):
+    from iclr26.embodied.uniwalker import HydraLoRA, IndependentLoRA, OLoRA, SDLoRA
+
+    return {"uw": lambda: UniWalker(UniWalkerConfig(r=4, alpha=8)), "seqft": lambda: PeftLoRA(r=4, alpha=8),
+            "olora": lambda: OLoRA(r=4, alpha=8), "sdlora": lambda: SDLoRA(r=4, alpha=8),
+            "indep": lambda: IndependentLoRA(r=4, alpha=8),
+            "hydra": lambda: HydraLoRA(r=4, alpha=8)}[kind]()  # fmt: skip
+
+
+@pytest.mark.parametrize("kind", sorted(TASK0))
+def test_old_task_parameters_are_isolated_or_overwritten(kind):
+    """Task 0's parameters stay bit-exact while task 1 trains for Uni-Walker (its expert; only the shared A moves),
+    O-LoRA and the independent ceiling (their LoRA 0); they are overwritten for Seq-FT and HydraLoRA (one shared
+    adapter) and SD-LoRA (its magnitudes keep being learnt): the shared parameters through which baselines forget."""
     model = _policy()
-    learner = UniWalker(UniWalkerConfig(r=4, alpha=8)) if kind == "uw" else PeftLoRA(r=4, alpha=8)
+    learner = _learner_of(kind)
     learner.setup(model, ("fc1", "fc2", "fc3", "fc4"))
     tasks = [demos(make_scene(10 + i), s, range(5)) for i, s in enumerate(("oln", "vln"))]
     for t, d in enumerate(tasks):
         ins, ob = task_features(model, d)
         learner.begin_task(t, STYLES[t], np.concatenate([ins.mean(0), ob.mean(0)]))
+        if t == 0:
+            with torch.no_grad():  # make task 0's parameters non-trivial (as after training)
+                g = torch.Generator().manual_seed(0)
+                for n, p in model.named_parameters():
+                    if TASK0[kind] in n:
+                        p.add_(0.01 * torch.randn(p.shape, generator=g))
         if t == 1:
-            before = {n: p.detach().clone() for n, p in model.named_parameters() if "lora_B" in n or ".t0" in n}
+            before = {n: p.detach().clone() for n, p in model.named_parameters() if TASK0[kind] in n}
+            assert before, f"the name filter {TASK0[kind]!r} matches no parameter of {kind}"
+            a_before = [m.lora_A.detach().clone() for m in learner.layers.values()] if kind == "uw" else None
         _train_steps(model, learner, d)
         learner.end_task(t, lambda d=d: iter([nll(model, to_batch(d), learner.uses_thought)]), ins, ob)
-    after = {n: p for n, p in model.named_parameters() if n in before}
+    after = dict(model.named_parameters())
     changed = any(not torch.equal(before[n], after[n]) for n in before)
-    assert changed == (kind == "seqft")
+    assert changed == (kind in ("seqft", "hydra", "sdlora"))
     if kind == "uw":
         assert learner.context[1][0] == "1" and learner.context[1][1:] == ["0"]  # ECAS co-activates task 0
+        assert any(not torch.equal(m.lora_A, a) for m, a in zip(learner.layers.values(), a_before))  # A moved
+
+
+def test_baselines_run_all_adapters_at_test_and_the_ceiling_needs_the_task_id():
+    from iclr26.embodied.uniwalker import IndependentLoRA, OLoRA, SDLoRA
+
+    for learner in (OLoRA(r=4, alpha=8), SDLoRA(r=4, alpha=8)):
+        model = _policy()
+        learner.setup(model, ("fc1", "fc2", "fc3", "fc4"))
+        for t in range(3):
+            learner.begin_task(t, "vln", np.zeros(3))
+            learner.end_task(t, lambda: iter([]), np.ones((2, 3)), np.ones((2, 3)))
+        assert learner.route(np.ones((4, 3)), np.ones((4, 3))) == [None] * 4  # no routing: the paper's inference
+        learner.activate(0)
+        if isinstance(learner, OLoRA):
+            assert model.fc1.active == ["0", "1", "2"]
+        else:
+            assert model.fc1.n_active == 3
+    ceil = IndependentLoRA(r=4, alpha=8)
+    ceil.setup(_policy(), ("fc1", "fc2", "fc3", "fc4"))
+    with pytest.raises(RuntimeError, match="task id"):
+        ceil.route(np.ones((2, 3)), np.ones((2, 3)))
+    ceil.oracle_task = 2
+    assert ceil.route(np.ones((2, 3)), np.ones((2, 3))) == [2, 2]
+
+
+def test_bad_inputs_are_clear_errors():
+    r = TaskRetriever()
+    with pytest.raises(ValueError, match="NaN"):
+        r.add_task(0, np.full((2, 3), np.nan), np.ones((2, 3)))
+    r.add_task(0, np.ones((2, 3)), np.ones((2, 3)))
+    with pytest.raises(ValueError, match="NaN"):
+        r.select(np.array([[np.nan, 1.0, 1.0]]), np.ones((1, 3)))
+    with pytest.raises(ValueError, match="dims"):
+        r.select(np.ones((1, 4)), np.ones((1, 3)))
+    with pytest.raises(ValueError, match="palette"):
+        make_scene(1, ("grey", "grey"))
+    with pytest.raises(ValueError, match="fisher_norm"):
+        UniWalkerConfig(fisher_norm="max")
+
+
+def test_shared_palette_scenes_differ_only_in_layout_and_objects():
+    from iclr26.embodied.uniwalker.world import PALETTE
+
+    a, b = make_scene(1, PALETTE), make_scene(2, PALETTE)
+    assert (a.wall_colour, a.floor_colour) == (b.wall_colour, b.floor_colour) == PALETTE
+    assert a.walls != b.walls or a.objects != b.objects
+    assert not {o[3] for o in a.objects} & set(PALETTE)  # object colours differ from the palette
 
 
 def test_retrieval_picks_the_right_expert():
@@ -178,14 +250,29 @@ def test_smoke_run():
         def save_artifact(self, name, obj):
             self.saved = obj
 
-    cfg = Cfg(seeds=(0,), arms=("uw",), n_tasks=3, n_pretrain_scenes=1, n_train=6, n_val=3, n_test=2,
-              max_steps=50, pretrain_steps=100, hidden=32)  # fmt: skip
+    cfg = Cfg(seeds=(0,), arms=("seqft", "uw", "indep"), n_tasks=3, n_pretrain_scenes=1, n_train=6, n_val=3,
+              n_test=2, max_steps=25, pretrain_steps=100, hidden=32, ssc_grid=(0.1, 1.0),
+              tune_extensions=0)  # fmt: skip
     ctx = Ctx()
     m = run(cfg, 0, ctx)
     assert m["expert_sr"] == 1.0
-    for k in ("uw_avg_sr", "uw_sr_f", "uw_avg_spl", "uw_taka_acc", "uw_random_avg_sr", "uw_unseen_sr"):
-        assert np.isfinite(m[k]) and -1 <= m[k] <= 1
-    assert set(ctx.saved) == {"uw/first", "uw/unseen"}
+    for k in (
+        "uw_avg_sr",
+        "uw_sr_f",
+        "uw_avg_spl",
+        "uw_taka_acc",
+        "uw_random_avg_sr",
+        "uw_unseen_sr",
+        "uw_oracle_avg_sr",
+        "indep_avg_sr",
+        "indep_sr_f",
+        "seqft_sr_f",
+    ):
+        assert np.isfinite(m[k]) and -1 <= m[k] <= 1, k
+    assert m["indep_sr_f"] == 0.0  # isolated adapters, oracle routing: nothing forgotten
+    assert m["uw_weight"] in (0.1, 1.0) and m["uw_tuning_fits"] == 2
+    assert m["steps_spread"] == 0.0  # every learner ran the same steps per task
+    assert set(ctx.saved) == {"uw/first", "uw/unseen", "seqft/first", "seqft/unseen"}
 
 
 def test_code_variant_runs_each_task_with_its_own_A():

@@ -44,7 +44,7 @@ def cmd_reproduce(args) -> int:
                 print(f"{slug}: FAILED: {exc!r}", file=sys.stderr)
                 rows.append((slug, "FAILED", {}, time.time() - t0))
             else:
-                from .cli import _print_result
+                from .cli_print import _print_result
 
                 tqdm.write("", file=sys.stderr)
                 _print_result(res)

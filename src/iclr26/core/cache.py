@@ -22,7 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
-from .locks import file_lock
+from .flock import file_lock
 
 T = TypeVar("T")
 FOLDER_DIGEST = ".iclr26-sha256"

@@ -69,11 +69,9 @@ def _pack(folder: Path) -> dict[str, bytes]:
     return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
-def _seed_task(args: tuple, _shared_done: bool = True) -> dict:
+def _seed_task(fn: Callable, args: tuple, _shared_done: bool = True) -> dict:
     """One seed on a cluster node: computed in a temporary run folder whose files come back to the driver (Ray starts
     it only once ``_shared_done``, the paper's shared task, has finished)."""
-    from .runs import run_seed
-
     slug, scale, cfg, seed, model, _run_dir, code, version, quiet, todo = args
     marker = os.environ.get(_CRASH_ONCE)
     if marker and not os.path.exists(marker):
@@ -81,7 +79,7 @@ def _seed_task(args: tuple, _shared_done: bool = True) -> dict:
         os._exit(1)  # the worker process dies, as on a lost node
     tmp = Path(tempfile.mkdtemp(prefix=f"iclr26-{slug}-seed{seed}-"))
     try:
-        metrics = run_seed(slug, scale, cfg, seed, model, str(tmp), code, version, True, todo)
+        metrics = fn(slug, scale, cfg, seed, model, str(tmp), code, version, True, todo)
         return {"metrics": metrics, "files": _pack(tmp)}
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -99,8 +97,7 @@ def _shared_task(slug: str, cfg) -> bool:
 
 def unpack(run_dir: Path, files: dict[str, bytes]) -> None:
     """Write a finished task's files into the run folder (atomically; its log lines are appended to log.txt)."""
-    from .jsonio import atomic_write_text
-    from .runs import append_log
+    from .jsonio import append_log, atomic_write_text
 
     for rel, data in files.items():
         if rel == "log.txt":
@@ -117,16 +114,17 @@ def unpack(run_dir: Path, files: dict[str, bytes]) -> None:
             os.replace(tmp, target)
 
 
-def run_seeds(calls: Sequence[tuple], address: str, threads: int, done: Callable[[int, dict], None],
+def run_seeds(fn: Callable, calls: Sequence[tuple], address: str, threads: int, done: Callable[[int, dict], None],
               shared: tuple | None = None) -> list[dict]:  # fmt: skip
-    """Submit every call as a Ray task (after the paper's shared task, if any); ``done(i, result)`` runs in the driver
-    as each finishes. Returns the results in call order; raises a clear error naming the first seed that failed."""
+    """Submit ``fn(*call)`` (the harness's ``run_seed``) for every call as a Ray task, after the paper's shared task
+    if any; ``done(i, result)`` runs in the driver as each finishes. Returns the results in call order; raises a clear
+    error naming the first seed that failed."""
     ray = connect(address)
     seed_fn = ray.remote(num_cpus=threads, max_retries=_RETRIES)(_seed_task)
     deps = []
     if shared is not None:
         deps = [ray.remote(num_cpus=threads, max_retries=_RETRIES)(_shared_task).remote(*shared)]
-    refs = [seed_fn.remote(args, *deps) for args in calls]
+    refs = [seed_fn.remote(fn, args, *deps) for args in calls]
     index = {ref: i for i, ref in enumerate(refs)}
     results: list = [None] * len(refs)
     pending, failure = list(refs), None

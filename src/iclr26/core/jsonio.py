@@ -70,3 +70,11 @@ def read_json(path: Path) -> Any:
 def config_hash(config: dict) -> str:
     blob = json.dumps(_jsonable(config), sort_keys=True).encode()
     return hashlib.sha1(blob).hexdigest()[:8]
+
+
+def append_log(run_dir: Path, line: str) -> None:
+    try:
+        with open(Path(run_dir) / "log.txt", "a", encoding="utf-8") as f:
+            f.write(line.rstrip("\n") + "\n")
+    except OSError as exc:
+        raise unwritable(run_dir, exc) from exc

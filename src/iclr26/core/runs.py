@@ -35,7 +35,7 @@ from .errors import UserError, unwritable
 from .figures import save_figures
 from .folders import SCALES, code_of
 from .gates import evaluate
-from .jsonio import _jsonable, atomic_write_json, config_hash, read_json
+from .jsonio import _jsonable, append_log, atomic_write_json, config_hash, read_json
 from .registry import PaperCard, get_paper
 from .seeding import peak_rss_mb, seed_everything
 from .threads import default_threads
@@ -111,14 +111,6 @@ class RunContext:
         p = self.artifact_path(name if name.endswith(".json") else name + ".json")
         atomic_write_json(p, obj)
         return p
-
-
-def append_log(run_dir: Path, line: str) -> None:
-    try:
-        with open(Path(run_dir) / "log.txt", "a", encoding="utf-8") as f:
-            f.write(line.rstrip("\n") + "\n")
-    except OSError as exc:
-        raise unwritable(run_dir, exc) from exc
 
 
 @dataclass
@@ -276,7 +268,7 @@ def _run_locked(card, mod, cfg, scale, seeds, model, run_dir, version, force, qu
             per_seed[todo[i]] = res["metrics"]
 
         shared = (card.slug, cfg) if hasattr(exp, "shared") else None
-        run_seeds(calls, cluster, default_threads(), landed, shared)
+        run_seeds(run_seed, calls, cluster, default_threads(), landed, shared)
         jobs = len(todo)
     else:
         from .parallel import default_jobs, run_all

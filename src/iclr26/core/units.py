@@ -17,7 +17,7 @@ from pathlib import Path
 
 from filelock import FileLock, Timeout
 
-from .locks import file_lock
+from .flock import file_lock
 from .paths import trained_cache_dir
 
 

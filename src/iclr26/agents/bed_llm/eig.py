@@ -31,11 +31,19 @@ def _check(probs: np.ndarray, weights: np.ndarray | None) -> tuple[np.ndarray, n
         raise ValueError(f"probs must be [hypotheses, questions, answers], got shape {p.shape}")
     if p.shape[0] == 0:
         raise ValueError("the belief holds no hypotheses; sample some before scoring questions")
+    if not np.all(np.isfinite(p)):
+        bad = np.argwhere(~np.isfinite(p))[0].tolist()
+        raise ValueError(f"probs holds NaN or inf (first at [hypothesis, question, answer] = {bad}); "
+                         "check the answer model's output")  # fmt: skip
     if np.any(p < -1e-9) or not np.allclose(p.sum(-1), 1.0, atol=1e-6):
         raise ValueError("probs must be non-negative and sum to 1 over the answer axis (renormalise over answers)")
     w = np.full(p.shape[0], 1.0 / p.shape[0]) if weights is None else np.asarray(weights, dtype=np.float64)
-    if w.shape != (p.shape[0],) or np.any(w < 0) or w.sum() <= 0:
-        raise ValueError(f"weights must be [{p.shape[0]}] non-negative with a positive sum, got {w!r}")
+    if w.shape != (p.shape[0],):
+        raise ValueError(f"weights must have shape [{p.shape[0]}] (one per hypothesis), got shape {w.shape}")
+    if not np.all(np.isfinite(w)):
+        raise ValueError(f"weights hold NaN or inf: {w!r}; give finite, non-negative belief weights")
+    if np.any(w < 0) or w.sum() <= 0:
+        raise ValueError(f"weights must be non-negative with a positive sum, got {w!r}")
     return p, w / w.sum()
 
 

@@ -20,11 +20,25 @@ from .evaluation import (
     route,
     total_efficiency,
 )
-from .learners import CATE_FOREST, CateConfig, DRLearner, ForestConfig, RLearner, dr_pseudo_outcome, make_learner
+from .learners import (
+    CATE_FOREST,
+    CATE_FOREST_CODE,
+    CateConfig,
+    ConstantShift,
+    DRLearner,
+    ForestConfig,
+    RLearner,
+    TLearner,
+    dr_pseudo_outcome,
+    make_learner,
+)
 from .router import MetaRouter, MetaRouterConfig, SourceRouter, SourceRouterConfig
 
 __all__ = [
     "CATE_FOREST",
+    "CATE_FOREST_CODE",
+    "ConstantShift",
+    "TLearner",
     "RATIOS",
     "CateConfig",
     "DRLearner",

@@ -25,6 +25,8 @@ def route(gain_pred, usage_ratio: float | None = None, threshold: float = 0.0) -
     """Boolean mask of the queries sent to the primary model: the top round(ρ·n) by η̂ among those with η̂ > threshold
     (all of those when `usage_ratio` is None)."""
     g = np.asarray(gain_pred, dtype=float).reshape(-1)
+    if not np.all(np.isfinite(g)):
+        raise ValueError("gain_pred holds NaN or inf: a router must predict a finite gain for every query")
     eligible = g > threshold
     if usage_ratio is None:
         return eligible
@@ -41,6 +43,8 @@ def efficiency_curve(gain_pred, gain_true, threshold: float = 0.0) -> tuple[np.n
     p, y = np.asarray(gain_pred, float).reshape(-1), np.asarray(gain_true, float).reshape(-1)
     if p.shape != y.shape:
         raise ValueError(f"gain_pred and gain_true must have the same length, got {p.shape} and {y.shape}")
+    if not (np.all(np.isfinite(p)) and np.all(np.isfinite(y))):
+        raise ValueError("gain_pred and gain_true must be finite (NaN or inf found)")
     order = np.argsort(-p, kind="stable")
     n_pos = int((p > threshold).sum())
     total = np.concatenate([[0.0], np.cumsum(y[order][:n_pos])])

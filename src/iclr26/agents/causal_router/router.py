@@ -26,15 +26,18 @@ from .learners import CateConfig, ForestConfig, make_learner
 
 @dataclass(frozen=True)
 class MetaRouterConfig:
-    learner: str = field(default="dr", metadata={"help": "'r' (R-learner) or 'dr' (DR-learner) for the PB bias"})
+    learner: str = field(
+        default="dr",
+        metadata={"help": "'r' (R-learner) or 'dr' (DR-learner) for the PB bias; 't' / 'shift': controls"},
+    )
     cate: CateConfig = field(default_factory=CateConfig, metadata={"help": "the CATE learner (learners.CateConfig)"})
     final: ForestConfig = field(default_factory=ForestConfig, metadata={"help": "η̂ forest (code: 100 trees, depth 20)"})
     lam: float = field(default=1.0, metadata={"help": "weight λ of corrected PB samples in η̂ (released code: 1)"})
     seed: int = field(default=0, metadata={"help": "seed of the cross-fitting folds"})
 
     def __post_init__(self):
-        if self.learner not in ("r", "dr"):
-            raise ValueError(f"MetaRouterConfig.learner must be 'r' or 'dr', got {self.learner!r}")
+        if self.learner not in ("r", "dr", "t", "shift"):
+            raise ValueError(f"MetaRouterConfig.learner must be 'r', 'dr', 't' or 'shift', got {self.learner!r}")
         if not self.lam >= 0:
             raise ValueError(f"MetaRouterConfig.lam must be ≥ 0, got {self.lam!r}")
 
@@ -44,6 +47,10 @@ def _check_xy(X, y, name):
     y = np.asarray(y, dtype=float).reshape(-1)
     if X.ndim != 2 or len(X) != len(y) or len(y) == 0:
         raise ValueError(f"{name}: X must be (n, d) with n ≥ 1 labels; got X {X.shape}, y {y.shape}")
+    for what, a in (("X", X), ("y", y)):
+        if not np.all(np.isfinite(a)):
+            raise ValueError(f"{name}: {what} holds NaN or inf ({int((~np.isfinite(a)).sum())} entries); drop or "
+                             "impute them (a forest would otherwise fail or route on garbage)")  # fmt: skip
     return X, y
 
 

@@ -4,7 +4,8 @@ Every query has features x, a true expected gain η(x) of the primary LLM over t
 label Y(1) = η(x) + ε_G and a preference-based (PB) label Y(0) = η(x) − δ(x) + ε_P, where δ(x) is the judge's
 systematic error (the bias the Meta-Router estimates as a CATE). Which label a training query gets is assigned at
 random (the first n_gold of a shuffled pool get GS labels, the rest PB), so unconfoundedness holds by design, and the
-same pool serves every n_gold for a seed (a paired design across n_gold).
+same pool serves every n_gold for a seed (a paired design across n_gold); `confounding=c` instead gives GS labels
+preferentially to queries with a large x₁ (the synthetic world), the case the R- and DR-learners are built for.
 
 - `synthetic_routing`: the dossier's testbed. x ~ N(0, I_d);
   η(x) = 0.3·tanh(x₁ + 0.5x₂) + 0.1x₃ − 0.05, ε_G ~ N(0, 0.2²);
@@ -48,18 +49,26 @@ def _sigmoid(z):
     return 1.0 / (1.0 + np.exp(-z))
 
 
-def _split(seed, X, eta, delta, n_gold, n_val, n_test, noise_gs, noise_pb) -> RoutingData:
+def _split(seed, X, eta, delta, n_gold, n_val, n_test, noise_gs, noise_pb, confounding: float = 0.0) -> RoutingData:
     rng = np.random.default_rng([seed, 1])  # label noise: independent of the feature draw
     n = len(X)
     y1 = eta + noise_gs * rng.standard_normal(n)  # GS label, Y(1)
     y0 = eta - delta + noise_pb * rng.standard_normal(n)  # PB label, Y(0)
-    te, va, tr = slice(0, n_test), slice(n_test, n_test + n_val), slice(n_test + n_val, n)
     n_train = n - n_test - n_val
     if not 1 <= n_gold < n_train:
         raise ValueError(
             f"n_gold must be in [1, {n_train - 1}] (the training pool has {n_train} queries); got {n_gold}"
         )
-    g, p = slice(tr.start, tr.start + n_gold), slice(tr.start + n_gold, n)
+    if not np.isfinite(confounding) or confounding < 0:
+        raise ValueError(f"confounding must be a finite number ≥ 0, got {confounding!r}")
+    te, va = np.arange(n_test), np.arange(n_test, n_test + n_val)
+    pool = np.arange(n_test + n_val, n)
+    if confounding:  # GS labels go preferentially to queries with a large x₁ (Gumbel top-k: sampling ∝ exp(c·x₁))
+        key = confounding * X[pool, 0] + np.random.default_rng([seed, 2]).gumbel(size=len(pool))
+        order = pool[np.argsort(-key, kind="stable")]
+        g, p = np.sort(order[:n_gold]), np.sort(order[n_gold:])
+    else:  # random assignment: the first n_gold of the (already shuffled) pool
+        g, p = pool[:n_gold], pool[n_gold:]
     return RoutingData(X[g], y1[g], X[p], y0[p], y1[p], delta[p], X[va], y1[va], X[te], eta[te], delta[te], y1[te])
 
 
@@ -87,12 +96,18 @@ def synthetic_routing(
     bias: str = "heterogeneous",
     noise_gs: float = 0.2,
     noise_pb: float = 0.3,
+    confounding: float = 0.0,
 ) -> RoutingData:
-    """The dossier's synthetic testbed; `n_pool` training queries (n_gold GS, the rest PB), deterministic in seed."""
+    """The dossier's synthetic testbed; `n_pool` training queries (n_gold GS, the rest PB), deterministic in seed.
+
+    `confounding` c > 0 makes the assignment depend on the query: the n_gold GS queries are drawn without replacement
+    with probability ∝ exp(c·x₁) (x₁ drives both the gain and the judge's bias), so the GS and PB queries differ in
+    distribution; unconfoundedness given x still holds, and overlap is e(x) ∈ (0, 1)."""
     if d < 4:
         raise ValueError(f"d must be ≥ 4 (η uses x₁..x₃ and δ uses x₄), got {d}")
     X = np.random.default_rng([seed, 0]).standard_normal((n_test + n_val + n_pool, d))
-    return _split(seed, X, synthetic_eta(X), synthetic_delta(X, bias), n_gold, n_val, n_test, noise_gs, noise_pb)
+    return _split(seed, X, synthetic_eta(X), synthetic_delta(X, bias), n_gold, n_val, n_test, noise_gs, noise_pb,
+                  confounding)  # fmt: skip
 
 
 HARD_DIGITS = (2, 3, 5, 8)

@@ -23,7 +23,7 @@ from .cto import (
 )
 from .dpo import DPOConfig, dpo_loss, value_scaled_dpo_loss
 from .policies import MetaAgents, MetaPolicy, MLPScorer
-from .system import MAS2, FixedMAS, MAS2Config, RandomMAS, backbone_share, evaluate, train_cto
+from .system import MAS2, FixedMAS, MAS2Config, MixedMAS, RandomMAS, backbone_share, evaluate, retry_rule, train_cto
 
 __all__ = [
     "CTOConfig",
@@ -32,6 +32,7 @@ __all__ = [
     "MAS2",
     "MAS2Config",
     "MLPScorer",
+    "MixedMAS",
     "MetaAgents",
     "MetaPolicy",
     "Node",
@@ -43,6 +44,7 @@ __all__ = [
     "dpo_loss",
     "evaluate",
     "propagate_values",
+    "retry_rule",
     "sibling_preferences",
     "train_cto",
     "value_scaled_dpo_loss",

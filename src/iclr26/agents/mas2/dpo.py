@@ -12,6 +12,7 @@ candidates. One policy (and one frozen reference) per meta-agent.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -30,7 +31,15 @@ def dpo_loss(
     beta: float,
 ) -> torch.Tensor:
     """Per-pair sigmoid DPO loss (TRL's default): −log σ(β[(π_w − ref_w) − (π_l − ref_l)])."""
+    if not (isinstance(beta, (int, float)) and math.isfinite(beta) and beta >= 0):
+        raise ValueError(f"beta must be a finite number ≥ 0, got {beta!r}")
+    shapes = {t.shape for t in (policy_chosen_logps, policy_rejected_logps, ref_chosen_logps, ref_rejected_logps)}
+    if len(shapes) != 1:
+        raise ValueError(f"the four log-prob tensors must have one shape (one entry per pair), got {sorted(shapes)}")
     logits = (policy_chosen_logps - ref_chosen_logps) - (policy_rejected_logps - ref_rejected_logps)
+    if not torch.isfinite(logits).all():
+        raise ValueError("a log-probability is NaN or inf (a pair whose action has probability 0, or a diverged "
+                         "policy): the DPO loss would be NaN")  # fmt: skip
     return -F.logsigmoid(beta * logits)
 
 
@@ -44,6 +53,12 @@ def value_scaled_dpo_loss(
 ) -> torch.Tensor:
     """L_CTO: the mean over pairs of ΔV · DPO loss (equals `dpo_loss(...).mean()` when ΔV ≡ 1)."""
     losses = dpo_loss(policy_chosen_logps, policy_rejected_logps, ref_chosen_logps, ref_rejected_logps, beta)
+    if value_gaps.shape != losses.shape:
+        raise ValueError(
+            f"value_gaps must have one entry per pair {tuple(losses.shape)}, got {tuple(value_gaps.shape)}"
+        )
+    if not torch.isfinite(value_gaps).all() or (value_gaps < 0).any():
+        raise ValueError("value gaps ΔV must be finite and ≥ 0 (the winner's value minus the loser's)")
     return (value_gaps * losses).mean()
 
 
@@ -55,7 +70,8 @@ class DPOConfig:
     value_scaled: bool = field(default=True, metadata={"help": "weight pairs by ΔV (MAS²); False = plain DPO"})
 
     def __post_init__(self):
-        if self.beta < 0 or self.lr <= 0 or self.batch_size < 1:
+        finite = all(isinstance(x, (int, float)) and math.isfinite(x) for x in (self.beta, self.lr))
+        if not finite or self.beta < 0 or self.lr <= 0 or self.batch_size < 1:
             raise ValueError(f"DPOConfig: beta ≥ 0, lr > 0, batch_size ≥ 1 required; got {self}")
 
 

@@ -23,11 +23,18 @@ from .policies import MetaAgents
 ROLES3 = ("generator", "implementer", "rectifier")
 
 
-class MAS2:
-    """A trained meta-MAS: `solve(task, seed)` builds, runs and repairs a target MAS in `world`."""
+def retry_rule(trigger: Trigger) -> str:
+    """The one-line rectifier every baseline may use: retry a failed tool call, ignore a budget overrun."""
+    return "retry" if trigger.reason == "failure" else "ignore"
 
-    def __init__(self, agents: MetaAgents, world: AgentSystemsWorld, rectify: bool = True):
-        self.agents, self.world, self.rectify = agents, world, rectify
+
+class MAS2:
+    """A trained meta-MAS: `solve(task, seed)` builds, runs and repairs a target MAS in `world`.
+
+    `rule` (a callable Trigger -> edit, e.g. `retry_rule`) replaces the trained Rectifier (a control)."""
+
+    def __init__(self, agents: MetaAgents, world: AgentSystemsWorld, rectify: bool = True, rule=None):
+        self.agents, self.world, self.rectify, self.rule = agents, world, rectify or rule is not None, rule
         self._plans: dict[Task, MASSpec] = {}
 
     def plan(self, task: Task) -> MASSpec:
@@ -39,6 +46,8 @@ class MAS2:
         return self._plans[task]
 
     def rectifier(self, trig: Trigger) -> str:
+        if self.rule is not None:
+            return self.rule(trig)
         rows, valid = rectifier_candidates(trig)
         return valid[self.agents.rectifier.greedy(rows)[0]]
 
@@ -64,14 +73,31 @@ class RandomMAS(MAS2):
 
 
 class FixedMAS(MAS2):
-    """A hand-designed or searched MAS (baselines): the same spec for every task, or one per task; no Rectifier."""
+    """A hand-designed or searched MAS (baselines): the same spec for every task, or one per task; no Rectifier
+    unless a `rule` is given (e.g. `retry_rule`)."""
 
-    def __init__(self, world: AgentSystemsWorld, spec: MASSpec | dict[Task, MASSpec]):
-        super().__init__(None, world, rectify=False)
+    def __init__(self, world: AgentSystemsWorld, spec: MASSpec | dict[Task, MASSpec], rule=None):
+        super().__init__(None, world, rectify=False, rule=rule)
         self.spec = spec
 
     def plan(self, task: Task) -> MASSpec:
         return self.spec[task] if isinstance(self.spec, dict) else self.spec
+
+
+class MixedMAS(MAS2):
+    """A mixture of two fixed systems: each run uses `spec_a` with probability `lam` (drawn from the run's seed),
+    else `spec_b`; it interpolates the cost–success frontier between them (a baseline at exactly a given cost)."""
+
+    def __init__(self, world: AgentSystemsWorld, spec_a: MASSpec, spec_b: MASSpec, lam: float, rule=None):
+        if not 0.0 <= lam <= 1.0:
+            raise ValueError(f"MixedMAS: lam must be in [0, 1], got {lam!r}")
+        super().__init__(None, world, rectify=False, rule=rule)
+        self.spec_a, self.spec_b, self.lam = spec_a, spec_b, lam
+
+    def solve(self, task: Task, seed) -> Outcome:
+        key = seed if isinstance(seed, tuple) else (seed,)
+        spec = self.spec_a if np.random.default_rng((*key, 7_919)).random() < self.lam else self.spec_b
+        return self.world.execute(task, spec, seed, rectifier=self.rectifier if self.rectify else None)
 
 
 def evaluate(system: MAS2, tasks: list[Task], seed: int) -> dict[str, float]:

@@ -4,7 +4,10 @@ Definitions follow the official analysis code (``analysis/grounded_reason.py``, 
 of https://github.com/SHAO-Jiaqi757/SeekBench); every deviation is named in a comment and in
 docs/papers/seekbench.md. A *turn* (the paper's unit) is the run of steps up to and including a search result or the
 answer; the agent decides whether to answer with the evidence it holds when the turn starts. ``unit="step"`` gives
-the official code's variant, in which every step is a turn and its state includes its own result.
+the official code's variant, in which every step is a turn and its state includes its own result; it is the default
+(``DEFAULT_UNIT``), so that values and rankings match the official code. With steps a perfectly calibrated agent gets
+CE > 0 (a synthesis step between the decisive result and the answer counts as "not answering at E = 2"), and on the
+official data the CE order of ReSearch and few-shot flips between the units: report both (``score_traces`` does).
 
 Evidence. E of a search result is 0 / 1 / 2 (Insufficient / Sufficient but Unclear / Sufficient and Clear); the
 *state* evidence after step t is the cumulative maximum of E over the results up to t (not the current result).
@@ -49,6 +52,17 @@ from .schema import QUERY_TYPES, REASONING_TYPES, Trace
 
 QUERY_TYPES_ALL = set(QUERY_TYPES) | {"NewQuery", "Query"}  # official QUERY_TYPES_ALL
 RECOVERY_ACTIONS = {"RefinedQuery": "refine", "FollowUpQuery": "followup", "RepeatQuery": "repeat"}
+DEFAULT_UNIT = "step"  # the official code's unit (its values and rankings); "turn" is the paper's definition
+UNIT_METRICS = (
+    "calibration_error",
+    "balanced_ce",
+    "answer_rate_e0",
+    "answer_rate_e1",
+    "answer_rate_e2",
+    "premature_rate",
+    "overcautious_rate",
+    "recovery_auc",
+)  # fmt: skip  (the metrics the unit changes)
 
 
 # ---------------------------------------------------------------- per-trace quantities
@@ -101,7 +115,7 @@ def query_rates(trace: Trace) -> dict[str, float]:
     }
 
 
-def units(trace: Trace, unit: str = "turn") -> list[tuple[int, int, bool]]:
+def units(trace: Trace, unit: str = DEFAULT_UNIT) -> list[tuple[int, int, bool]]:
     """(state E when the unit starts, state E after it, is it the first answer) per unit, up to the first answer.
 
     ``unit="turn"`` (the paper's definition): a turn ends with a search result or the answer, and the agent decides
@@ -129,12 +143,12 @@ def units(trace: Trace, unit: str = "turn") -> list[tuple[int, int, bool]]:
     return out
 
 
-def calibration_turns(trace: Trace, unit: str = "turn") -> list[tuple[int, bool]]:
+def calibration_turns(trace: Trace, unit: str = DEFAULT_UNIT) -> list[tuple[int, bool]]:
     """(state E at decision time, is the first answer) per unit up to and including the first answer."""
     return [(e0, ans) for e0, _, ans in units(trace, unit)]
 
 
-def trajectory_label(trace: Trace, threshold: int = 2, horizon: int = 15, unit: str = "turn") -> str:
+def trajectory_label(trace: Trace, threshold: int = 2, horizon: int = 15, unit: str = DEFAULT_UNIT) -> str:
     """TP (answered with E >= thr), FP (premature: answered with E < thr), FN (over-cautious: never answered within
     the horizon though E >= thr was reached), TN (good deferral), within the first ``horizon`` units."""
     us = units(trace, unit)[:horizon]
@@ -145,7 +159,7 @@ def trajectory_label(trace: Trace, threshold: int = 2, horizon: int = 15, unit: 
     return "FN" if any(e >= threshold for _, e, _ in us) else "TN"
 
 
-def first_hit(trace: Trace, level: int = 2, unit: str = "turn") -> float:
+def first_hit(trace: Trace, level: int = 2, unit: str = DEFAULT_UNIT) -> float:
     """First unit (up to the first answer) after which the state evidence is >= ``level``; NaN if never."""
     for i, (_, e, _) in enumerate(units(trace, unit)):
         if e >= level:
@@ -227,7 +241,7 @@ ALL_METRICS = {**MEAN_METRICS, **{k: v[2] for k, v in RATIO_METRICS.items()}, **
 
 
 def trace_stats(
-    trace: Trace, threshold: int = 2, horizon: int = 15, recovery_horizon: int = 20, unit: str = "turn"
+    trace: Trace, threshold: int = 2, horizon: int = 15, recovery_horizon: int = 20, unit: str = DEFAULT_UNIT
 ) -> dict[str, float]:
     """All sums a cluster needs for every metric, for one trace."""
     st: dict[str, float] = {"one": 1.0}

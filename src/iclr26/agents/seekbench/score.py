@@ -18,7 +18,16 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .metrics import ALL_METRICS, CI, bootstrap_ci, cluster_table, global_prevalence, metric_statistic
+from .metrics import (
+    ALL_METRICS,
+    CI,
+    DEFAULT_UNIT,
+    UNIT_METRICS,
+    bootstrap_ci,
+    cluster_table,
+    global_prevalence,
+    metric_statistic,
+)
 from .schema import Trace, as_traces
 
 DEFAULT_METRICS = (
@@ -51,7 +60,12 @@ class ScoreConfig:
     threshold: int = field(default=2, metadata={"help": "policy 'answer iff E >= thr' (official: 2; sensitivity 1)"})
     horizon: int = field(default=15, metadata={"help": "turns for premature / over-cautious (official H = 15)"})
     recovery_horizon: int = field(default=20, metadata={"help": "turns of the E = 2 CDF (official 20)"})
-    unit: str = field(default="turn", metadata={"help": "'turn' (paper) or 'step' (official code) for calibration"})
+    unit: str = field(
+        default=DEFAULT_UNIT, metadata={"help": "'step' (official code, default) or 'turn' (paper) for calibration"}
+    )
+    both_units: bool = field(
+        default=True, metadata={"help": "also give the unit-dependent metrics in the other unit ('<metric>@turn')"}
+    )
     n_boot: int = field(default=2000, metadata={"help": "bootstrap resamples (official 2000-5000)"})
     seed: int = field(default=42, metadata={"help": "bootstrap seed (official 42)"})
     level: float = field(default=0.95, metadata={"help": "CI level (percentile interval)"})
@@ -116,7 +130,9 @@ def score_traces(
 ) -> MetricsTable:
     """Every metric per group (``by``: a trace field, default the model) with a question-clustered bootstrap CI.
 
-    The calibration error uses the evidence prevalence pooled over all groups (official default ``global``)."""
+    The calibration error uses the evidence prevalence pooled over all groups (official default ``global``). The unit
+    is the official code's step by default; with ``both_units`` the unit-dependent metrics are given in the paper's
+    turn unit as well, named ``<metric>@turn``."""
     cfg = config or ScoreConfig()
     unknown = [m for m in metrics if m not in ALL_METRICS]
     if unknown:
@@ -127,18 +143,25 @@ def score_traces(
     groups: dict[str, list[Trace]] = {}
     for t in traces:
         groups.setdefault(str(getattr(t, by)), []).append(t)
-    pooled, _ = cluster_table(traces, **cfg.stats_kw())
-    w_ref = global_prevalence(pooled)
+    units = [(cfg.unit, "")]
+    if cfg.both_units:
+        other = "turn" if cfg.unit == "step" else "step"
+        units.append((other, f"@{other}"))
     rows = []
-    for name, ts in groups.items():
-        table, clusters = cluster_table(ts, **cfg.stats_kw())
-        for met in metrics:
-            stat = metric_statistic(met, cfg.threshold, ce_weights=w_ref)
-            ci = bootstrap_ci(stat, table, n_boot=cfg.n_boot, seed=cfg.seed, level=cfg.level)
-            rows.append(
-                {"model": name, "metric": met, "point": ci.point, "lo": ci.lo, "hi": ci.hi}
-                | {"n_traces": len(ts), "n_questions": len(clusters)}
-            )
+    for unit, suffix in units:
+        kw = {**cfg.stats_kw(), "unit": unit}
+        pooled, _ = cluster_table(traces, **kw)
+        w_ref = global_prevalence(pooled)
+        mets = list(metrics) if not suffix else [m for m in metrics if m in UNIT_METRICS]
+        for name, ts in groups.items():
+            table, clusters = cluster_table(ts, **kw)
+            for met in mets:
+                stat = metric_statistic(met, cfg.threshold, ce_weights=w_ref)
+                ci = bootstrap_ci(stat, table, n_boot=cfg.n_boot, seed=cfg.seed, level=cfg.level)
+                rows.append(
+                    {"model": name, "metric": met + suffix, "point": ci.point, "lo": ci.lo, "hi": ci.hi}
+                    | {"n_traces": len(ts), "n_questions": len(clusters)}
+                )
     return MetricsTable(rows)
 
 
@@ -150,13 +173,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     s.add_argument("traces", help="JSONL file, one trace per line")
     s.add_argument("--json", action="store_true", help="print JSON rows instead of a table")
     s.add_argument("--threshold", type=int, default=2, choices=(1, 2))
-    s.add_argument("--unit", default="turn", choices=("turn", "step"))
+    s.add_argument(
+        "--unit", default=DEFAULT_UNIT, choices=("step", "turn"), help="official step (default) or paper turn"
+    )
+    s.add_argument("--one-unit", action="store_true", help="omit the '<metric>@<other unit>' rows")
     s.add_argument("--n-boot", type=int, default=2000)
     s.add_argument("--by", default="model", choices=("model", "dataset"))
     s.add_argument("--metrics", default=",".join(DEFAULT_METRICS), help="comma-separated metric names")
     args = p.parse_args(argv)
     try:
-        cfg = ScoreConfig(threshold=args.threshold, unit=args.unit, n_boot=args.n_boot)
+        cfg = ScoreConfig(threshold=args.threshold, unit=args.unit, n_boot=args.n_boot, both_units=not args.one_unit)
         table = score_traces(args.traces, cfg, metrics=[m for m in args.metrics.split(",") if m], by=args.by)
     except (ValueError, FileNotFoundError) as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -12,22 +12,26 @@ the FP model (``distill``). Kernels are saved bit-packed (``model.save_packed``)
     student = quantize_model(copy.deepcopy(model), k=2)            # data-free, any HF causal LM
     distill(student, model, token_blocks, MBOKConfig(k=2, steps=200))  # Boolean finetuning of the last kernels
 
-Baselines (``baselines``): RTN, GPTQ (ours), HQQ (the ``hqq`` package) and OneBit latent-weight QAT.
+Baselines (``baselines``): RTN, GPTQ (ours), HQQ (the ``hqq`` package), OneBit latent-weight QAT and RTN-QAT (a
+distilled b-bit uniform quantiser). ``measure.layer_errors`` gives every layer's output (activation) and weight error.
 """
 
 from .baselines import (
     OneBitLinear,
+    QATLinear,
     collect_hessians,
     fake_quantize_model,
     gptq_quantize_weight,
     hqq_quantize_weight,
     onebit_model,
+    qat_model,
     rtn_quantize_weight,
 )
 from .config import MBOKConfig
 from .distill import distill, kd_loss, state_bytes, trainable_fp_params
 from .kernels import pack_signs, rank1_nonneg, reconstruct, successive_svid, svid, unpack_signs
 from .layer import MultiBooleanLinear
+from .measure import layer_errors, mean_errors
 from .model import bits_per_weight, boolean_layers, load_packed, quantizable_linears, quantize_model, save_packed
 from .optim import BooleanOptimizer
 
@@ -36,6 +40,7 @@ __all__ = [
     "MBOKConfig",
     "MultiBooleanLinear",
     "OneBitLinear",
+    "QATLinear",
     "bits_per_weight",
     "boolean_layers",
     "collect_hessians",
@@ -44,9 +49,12 @@ __all__ = [
     "gptq_quantize_weight",
     "hqq_quantize_weight",
     "kd_loss",
+    "layer_errors",
     "load_packed",
+    "mean_errors",
     "onebit_model",
     "pack_signs",
+    "qat_model",
     "quantizable_linears",
     "quantize_model",
     "rank1_nonneg",

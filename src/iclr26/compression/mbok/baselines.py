@@ -9,6 +9,9 @@ latent-weight QAT).
 - HQQ (Badri & Shaji 2023): the maintained ``hqq`` package's half-quadratic optimisation of zero/scale, data-free.
 - OneBit (Xu et al. 2024): ``W ≈ sign(W_latent) ⊙ (a bᵀ)`` with SVID initialisation and a full-precision latent
   weight trained through the straight-through estimator (the memory-hungry contrast of MBOK).
+- RTN-QAT (``QATLinear``, the distilled b-bit baseline, LLM-QAT style): the forward uses the per-group RTN of a
+  full-precision latent weight, trained through the straight-through estimator with the same KD loss and budget as
+  MBOK's finetuning, so that distilled MBOK is compared with a distilled uniform quantiser.
 
 The uniform quantisers are simulated ("fake-quantised": the dequantised weight replaces the FP one), which gives
 exactly the quantised model's outputs; their storage cost is reported as ``bits + 32 / group`` (fp16 scale + zero).
@@ -166,4 +169,36 @@ def onebit_model(model: nn.Module) -> nn.Module:
     """Replace every quantisable layer by a :class:`OneBitLinear`, in place."""
     for name, module in quantizable_linears(model):
         _set_module(model, name, OneBitLinear(module))
+    return model
+
+
+class QATLinear(nn.Module):
+    """b-bit RTN (per row and group, asymmetric min-max) of a latent FP weight ``W`` trained through the STE:
+    ``y = x · (W + sg(rtn(W) − W))ᵀ + bias`` (the scales follow ``W``; no gradient through the min-max)."""
+
+    def __init__(self, module: nn.Module, bits: int = 2, group: int = 64):
+        super().__init__()
+        w, bias = _weight_and_bias(module)
+        if bits < 1 or group < 1 or w.shape[1] % group:
+            raise ValueError(f"QATLinear: bits and group must be ≥ 1 and group must divide in_features={w.shape[1]}, "
+                             f"got bits={bits!r}, group={group!r}")  # fmt: skip
+        self.bits, self.group = bits, group
+        self.weight = nn.Parameter(w.float().clone())  # the latent weight (4 bytes + 2 Adam moments per weight)
+        self.bias = None if bias is None else nn.Parameter(bias.float().clone())
+
+    def quantized(self) -> torch.Tensor:
+        w = self.weight.detach()
+        g = w.reshape(w.shape[0], -1, self.group)  # [out, groups, group]
+        scale, zero = _minmax_params(g, self.bits)
+        return _quant(g, scale, zero, self.bits).reshape(w.shape)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        w = self.weight + (self.quantized() - self.weight).detach()  # straight-through estimator
+        return nn.functional.linear(x, w, self.bias)
+
+
+def qat_model(model: nn.Module, bits: int = 2, group: int = 64) -> nn.Module:
+    """Replace every quantisable layer by a :class:`QATLinear` (latent weight starts at W), in place."""
+    for name, module in quantizable_linears(model):
+        _set_module(model, name, QATLinear(module, bits, group))
     return model

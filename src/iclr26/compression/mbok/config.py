@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 from .optim import KERNEL_CHOICES
@@ -36,6 +37,10 @@ class MBOKConfig:
             raise ValueError(f"MBOKConfig.k must be in [1, 8] kernels, got {self.k!r}")
         if self.kernels not in KERNEL_CHOICES:
             raise ValueError(f"MBOKConfig.kernels must be one of {KERNEL_CHOICES}, got {self.kernels!r}")
+        for name in ("boolean_lr", "fp_lr", "gamma"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+                raise ValueError(f"MBOKConfig.{name} must be a finite number, got {v!r} (NaN or inf would give NaN)")
         for name in ("boolean_lr", "fp_lr"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"MBOKConfig.{name} must be > 0, got {getattr(self, name)!r}")

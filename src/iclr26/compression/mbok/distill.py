@@ -23,7 +23,7 @@ from tqdm.auto import tqdm
 
 from iclr26.core.stopping import EarlyStopping
 
-from .baselines import OneBitLinear
+from .baselines import OneBitLinear, QATLinear
 from .config import MBOKConfig
 from .model import boolean_layers
 from .optim import BooleanOptimizer
@@ -165,7 +165,7 @@ def _distill(student, teacher, blocks, cfg, boolean, progress, desc, stop=None) 
             break
     stopped = {} if stop is None else {**stop.restore(), "steps_run": len(losses)}
     student.eval()
-    latent = [m.weight for m in student.modules() if isinstance(m, OneBitLinear)]
+    latent = [m.weight for m in student.modules() if isinstance(m, (OneBitLinear, QATLinear))]
     mem = state_bytes(fp_opt, bool_opt, latent=latent)  # latent FP weights: OneBit-style baselines only
     n_bool = bool_opt.n_trained() if bool_opt is not None else 0
     if bool_opt is not None:

@@ -63,12 +63,14 @@ def boolean_layers(model: nn.Module) -> list[tuple[str, MultiBooleanLinear]]:
     return [(n, m) for n, m in model.named_modules() if isinstance(m, MultiBooleanLinear)]
 
 
-def save_packed(model: nn.Module, path: str | Path, layers_only: bool = False, scale_dtype=None) -> int:
+def save_packed(model: nn.Module, path: str | Path, layers_only: bool = False, scale_dtype=None,
+                dense_dtype=None) -> int:  # fmt: skip
     """Save an MBOK model to a safetensors file with bit-packed kernels; returns the file size in bytes.
 
     Per layer: ``<name>.signs`` (uint8, 8 Boolean weights per byte), ``<name>.a``, ``<name>.b`` (scalings, in
     ``scale_dtype`` or as stored), ``<name>.bias``. With ``layers_only`` the rest of the model (embeddings, norms,
-    head) is left out, so the size measures the quantised layers alone. Shapes and K go to the file's metadata.
+    head) is left out, so the size measures the quantised layers alone; ``dense_dtype`` (e.g. ``torch.float16``) casts
+    the floating-point tensors of that rest (the comparison with an FP16 file). Shapes and K go to the file's metadata.
     """
     layers = boolean_layers(model)
     if not layers:
@@ -93,7 +95,8 @@ def save_packed(model: nn.Module, path: str | Path, layers_only: bool = False, s
                 meta.setdefault("__tied__", {})[key] = seen[ptr]
                 continue
             seen[ptr] = key
-            tensors[key] = t.detach().contiguous()
+            cast = dense_dtype is not None and t.is_floating_point()
+            tensors[key] = t.detach().to(dense_dtype if cast else t.dtype).contiguous()
     path = Path(path)
     save_file(tensors, str(path), metadata={"mbok": json.dumps(meta)})
     return path.stat().st_size

@@ -122,6 +122,8 @@ def make_items(graphs: list[SceneGraph], path, rng: np.random.Generator, traject
     """The forward and the inverse item of one key-frame path (shuffles drawn from ``rng``)."""
     frames = [graphs[i] for i in path]
     L = len(frames)
+    if L < 2:
+        raise ValueError(f"a key-frame path needs at least 2 frames (one step to order), got {L}: use lengths >= 2")
     acts = [_action(a, b) for a, b in zip(frames, frames[1:])]
     js = [g.to_json() for g in frames]
     out = []
@@ -139,6 +141,11 @@ def make_items(graphs: list[SceneGraph], path, rng: np.random.Generator, traject
 def build_items(seeds, lengths, per_length: int, min_stable: int = 3, sample_seed: int = 42, **rollout_kw):
     """Items from one trajectory per seed: for each L, ``per_length`` KFTS paths per trajectory (paper: 30 per
     (activity, L), seed 42)."""
+    lengths = list(lengths)
+    if not lengths or min(lengths) < 2:
+        raise ValueError(f"lengths must be horizons L >= 2 (key frames per item), got {lengths!r}")
+    if per_length < 1:
+        raise ValueError(f"per_length must be >= 1, got {per_length!r}")
     rng = np.random.default_rng(sample_seed)
     items = []
     for s in seeds:

@@ -15,8 +15,9 @@
   predicate a predicate substitution; the remaining missing ones are omissions, extra ones hallucinations.
 
 Answers are strings or lists; the last bracketed list of integers is parsed (1-based, as the official parser);
-anything that is not a permutation of 1..L-1 is wrong (task and pairwise accuracy 0; the official code re-indexes
-0-based lists and aligns other lengths monotonically).
+anything that is not a permutation of 1..L-1 is wrong (task and pairwise accuracy 0; the official code aligns other
+lengths monotonically). A permutation of 0..L-2 is a 0-based answer: an error, unless ``zero_based=True`` shifts it
+(the official code re-indexes such lists). Items need L >= 2.
 """
 
 from __future__ import annotations
@@ -33,20 +34,37 @@ from .world import SceneGraph, diff, visible_diff
 ERRORS = ("omission", "hallucination", "entity_substitution", "polarity_inversion", "predicate_substitution")
 
 
-def parse_answer(answer, k: int) -> list[int] | None:
-    """A permutation of 1..k from a list or a string such as "[2, 1]" (its last bracketed list); None otherwise."""
+def _integers(answer) -> list[int] | None:
+    """The integers of an answer: a list, or a string's last bracketed list; None if there are none."""
     if isinstance(answer, str):
         found = re.findall(r"\[([^\[\]]*)\]", answer)
         if not found:
             return None
         try:
-            answer = [int(x) for x in found[-1].replace(",", " ").split()]
+            return [int(x) for x in found[-1].replace(",", " ").split()]
         except ValueError:
             return None
     try:
-        ans = [int(a) for a in answer]
+        return [int(a) for a in answer]
     except (TypeError, ValueError):
         return None
+
+
+def parse_answer(answer, k: int, zero_based: bool = False) -> list[int] | None:
+    """A permutation of 1..k from a list or a string such as "[2, 1]" (its last bracketed list); None otherwise.
+
+    A permutation of 0..k-1 is a 0-based answer: an error naming the fix, unless ``zero_based=True`` shifts it by one
+    (as the official evaluator's re-indexing does)."""
+    ans = _integers(answer)
+    if ans is None:
+        return None
+    if sorted(ans) == list(range(k)):
+        if not zero_based:
+            raise ValueError(
+                f"answer {ans} is a permutation of 0..{k - 1}: ENACT answers are 1-based (choice numbers 1..{k}); "
+                "add 1 to each entry, or pass zero_based=True to score 0-based answers"
+            )
+        ans = [a + 1 for a in ans]
     return ans if sorted(ans) == list(range(1, k + 1)) else None
 
 
@@ -98,10 +116,20 @@ def order_accuracy(order: list[int], gt: list[int]) -> float:
     return float(np.mean([(pos_pred[a] < pos_pred[b]) == (pos_true[a] < pos_true[b]) for a, b in pairs]))
 
 
-def score_item(item, answer) -> dict:
+def _steps_of(item) -> int:
+    k = int(item["L"]) - 1
+    if k < 1:
+        raise ValueError(
+            f"item {item.get('id', '?')!r} has L = {item['L']}: an item needs L >= 2 key frames (at least one step to "
+            "order); build items with lengths >= 2"
+        )
+    return k
+
+
+def score_item(item, answer, zero_based: bool = False) -> dict:
     """{'valid', 'exact', 'semantic', 'task_accuracy', 'pairwise_accuracy', 'order_accuracy', 'errors'}."""
-    k = item["L"] - 1
-    order = parse_answer(answer, k)
+    k = _steps_of(item)
+    order = parse_answer(answer, k, zero_based)
     if order is None:
         return {"valid": False, "exact": False, "semantic": False, "task_accuracy": 0.0, "pairwise_accuracy": 0.0,
                 "order_accuracy": 0.0, "errors": Counter()}  # fmt: skip
@@ -121,23 +149,25 @@ def score_item(item, answer) -> dict:
 
 def accepted_orders(item) -> list[list[int]]:
     """Every order the verifier accepts (enumeration; for tests and for exact chance levels)."""
-    k = item["L"] - 1
+    k = _steps_of(item)
     return [list(p) for p in itertools.permutations(range(1, k + 1)) if score_item(item, list(p))["task_accuracy"]]
 
 
 def chance(item) -> dict:
     """Exact expected task / pairwise accuracy of a uniformly random permutation on this item (all k! orders)."""
-    k = item["L"] - 1
+    k = _steps_of(item)
     rows = [score_item(item, list(p)) for p in itertools.permutations(range(1, k + 1))]
     return {m: float(np.mean([r[m] for r in rows])) for m in ("task_accuracy", "pairwise_accuracy")}
 
 
-def score_answers(items, answers) -> dict:
+def score_answers(items, answers, zero_based: bool = False) -> dict:
     """Score a model's answers (one per item, same order) -> overall / per task / per (task, L) means, error counts
-    and the per-item results."""
+    and the per-item results. ``zero_based``: accept 0-based permutations (shifted by one) instead of an error."""
     if len(items) != len(answers):
         raise ValueError(f"got {len(answers)} answers for {len(items)} items; expected one answer per item")
-    per = [score_item(it, a) for it, a in zip(items, answers)]
+    if not items:
+        raise ValueError("score_answers got no items: build some with build_items(...)")
+    per = [score_item(it, a, zero_based) for it, a in zip(items, answers)]
     metrics = ("task_accuracy", "pairwise_accuracy", "order_accuracy")
 
     def agg(idx):

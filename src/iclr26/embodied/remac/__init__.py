@@ -9,11 +9,13 @@ prefix masking, a self-conditioned curriculum and a residual-alignment loss; at 
 clamps the committed prefix; the LoRA is merged, so inference costs what the base costs.
 
 Modules: `policy` (the MLP-Mixer flow policy), `sampling` (plain, prefix-preserved and RTC-guided sampling),
+`gated` (the official mask-gated LoRA, which cannot be merged, and FLOP counts per chunk),
 `training` (base flow matching, the REMAC objective, peft LoRA and merging), `execution` (the exact asynchronous
 execution harness with sync / async / temporal-ensembling schedules).
 """
 
 from .execution import Trace, run_episode
+from .gated import GatedLoRAPolicy, MaskGatedLoRALinear, chunk_flops
 from .policy import FlowChunkPolicy, MixerConfig, prefix_mask
 from .sampling import rtc_weights, sample_flow, sample_prefix_preserved, sample_rtc
 from .training import (
@@ -32,6 +34,9 @@ from .training import (
 )
 
 __all__ = [
+    "GatedLoRAPolicy",
+    "MaskGatedLoRALinear",
+    "chunk_flops",
     "FlowChunkPolicy",
     "FlowTrainConfig",
     "MixerConfig",

@@ -112,4 +112,6 @@ class FlowChunkPolicy(nn.Module):
 
 def prefix_mask(d: torch.Tensor, chunk: int) -> torch.Tensor:
     """m_d^tau = 1[tau >= d] (REMAC §3.2): 1 on positions to generate, 0 on the committed prefix. Shape (B, P, 1)."""
+    if len(d) and (int(d.min()) < 0 or int(d.max()) > chunk):
+        raise ValueError(f"committed prefix lengths d must lie in [0, {chunk}], got {d.tolist()}")
     return (torch.arange(chunk)[None] >= d[:, None]).float()[..., None]

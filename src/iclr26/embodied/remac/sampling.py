@@ -14,9 +14,30 @@ import torch
 from .policy import prefix_mask
 
 
+def check_inputs(policy, obs: torch.Tensor, prev: torch.Tensor | None = None, d=None, n_steps: int = 1) -> None:
+    """Clear errors instead of silent NaN chunks or a silently empty / full mask."""
+    cfg = policy.cfg
+    if obs.dim() != 2:
+        raise ValueError(f"obs must be (B, obs_dim), got shape {tuple(obs.shape)}")
+    if not torch.isfinite(obs).all():
+        raise ValueError("obs holds NaN or inf: the policy would return NaN chunks; check the observation pipeline")
+    if int(n_steps) < 1:
+        raise ValueError(f"n_steps (Euler steps) must be >= 1, got {n_steps!r}")
+    if prev is not None:
+        if tuple(prev.shape) != (obs.shape[0], cfg.chunk, cfg.act_dim):
+            raise ValueError(f"prev must be (B, {cfg.chunk}, {cfg.act_dim}) with B = len(obs), got {tuple(prev.shape)}")
+        if not torch.isfinite(prev).all():
+            raise ValueError("prev (the committed plan) holds NaN or inf")
+    if d is not None:
+        dd = torch.as_tensor(d)
+        if int(dd.min()) < 0 or int(dd.max()) > cfg.chunk:
+            raise ValueError(f"delay d must lie in [0, chunk = {cfg.chunk}], got {dd.tolist()}")
+
+
 @torch.no_grad()
 def sample_flow(policy, obs: torch.Tensor, n_steps: int = 5, generator: torch.Generator | None = None) -> torch.Tensor:
     """Plain flow sampling from Gaussian noise at s = 0 to s = 1 with n Euler steps (the base policy; naive async)."""
+    check_inputs(policy, obs, n_steps=n_steps)
     cfg = policy.cfg
     x = torch.randn(obs.shape[0], cfg.chunk, cfg.act_dim, generator=generator)
     for k in range(n_steps):
@@ -35,6 +56,7 @@ def sample_prefix_preserved(policy, obs: torch.Tensor, prev: torch.Tensor, d: in
         raise ValueError(f"init must be 'prefix_tail_zeros' or 'noise', got {init!r}")
     if prev is None:  # nothing committed (an episode's first chunk): plain sampling, mask all ones
         return sample_flow(policy, obs, n_steps, generator)
+    check_inputs(policy, obs, prev, d, n_steps)
     b = obs.shape[0]
     d = torch.full((b,), int(d)) if not torch.is_tensor(d) else d.long()
     m = prefix_mask(d, policy.cfg.chunk)
@@ -51,6 +73,8 @@ def rtc_weights(d: int, horizon: int, chunk: int, schedule: str = "exp") -> torc
     frozen positions tau < d, decaying over the rest of the overlap with the previous chunk (tau < P - h), 0 after."""
     if schedule not in ("exp", "linear", "ones", "zeros"):
         raise ValueError(f"schedule must be one of exp/linear/ones/zeros, got {schedule!r}")
+    if not 0 <= d <= horizon <= chunk - d:
+        raise ValueError(f"RTC needs 0 <= d <= h <= P - d, got d={d}, h={horizon}, P={chunk}; lower d or change h")
     end = chunk - horizon
     start = min(d, end)
     idx = torch.arange(chunk, dtype=torch.float32)
@@ -74,6 +98,7 @@ def sample_rtc(policy, obs: torch.Tensor, prev: torch.Tensor, d: int, horizon: i
     x <- x + (v + weight g) / n. beta = max_guidance (RTC: 5)."""
     if prev is None:  # nothing to guide towards (an episode's first chunk)
         return sample_flow(policy, obs, n_steps, generator)
+    check_inputs(policy, obs, prev, d, n_steps)
     b, cfg = obs.shape[0], policy.cfg
     w = rtc_weights(d, horizon, cfg.chunk, schedule)[None, :, None]
     x = torch.randn(b, cfg.chunk, cfg.act_dim, generator=generator)

@@ -64,6 +64,17 @@ class REMACConfig:
     sigma_end: float = field(default=0.0, metadata={"help": "curriculum P(ground truth) at end (code: mostly 0.0)"})
     hold: float = field(default=0.15, metadata={"help": "fraction of training held at sigma_start (code: 0.1-0.35)"})
     self_steps: int = field(default=5, metadata={"help": "Euler steps of the base's own samples A~ (code: 5)"})
+    lora: str = field(
+        default="input_bit",
+        metadata={
+            "help": "'input_bit' (ours: the mask as an input column, merge exact) or 'gated' (the official "
+            "mask-gated LoRA with a mask projection; cannot be merged, see gated.py)"
+        },
+    )
+    lambda_keep: float = field(
+        default=0.0,
+        metadata={"help": "weight of the code's keep term on the prefix (official: 0.01; ours 0 by default)"},
+    )
     prefix_input: str = field(
         default="noisy",
         metadata={
@@ -81,6 +92,10 @@ class REMACConfig:
     def __post_init__(self):
         if self.prefix_input not in ("noisy", "clean"):
             raise ValueError(f"REMACConfig.prefix_input must be 'noisy' or 'clean', got {self.prefix_input!r}")
+        if self.lora not in ("input_bit", "gated"):
+            raise ValueError(f"REMACConfig.lora must be 'input_bit' or 'gated', got {self.lora!r}")
+        if self.lambda_keep < 0 or self.lambda_m < 0 or self.lambda_delta < 0:
+            raise ValueError("REMACConfig: lambda_m, lambda_delta, lambda_keep must be >= 0")
         if self.penalty not in ("charbonnier", "l2"):
             raise ValueError(f"REMACConfig.penalty must be 'charbonnier' or 'l2', got {self.penalty!r}")
         for name in ("sigma_start", "sigma_end", "hold", "dropout"):
@@ -129,7 +144,12 @@ def train_flow(policy: FlowChunkPolicy, obs, chunks, val_obs, val_chunks, cfg: F
 
 
 def with_lora(base: FlowChunkPolicy, cfg: REMACConfig):
-    """A peft LoRA copy of `base` (base weights frozen, LoRA B = 0 so it starts equal to the base)."""
+    """A LoRA copy of `base` (base weights frozen, LoRA B = 0 so it starts equal to the base): peft LoRA on every
+    mixer linear layer (``cfg.lora='input_bit'``), or the official mask-gated form (``'gated'``, `GatedLoRAPolicy`)."""
+    if cfg.lora == "gated":
+        from .gated import GatedLoRAPolicy
+
+        return GatedLoRAPolicy(base, cfg.rank, cfg.alpha, cfg.dropout)
     from peft import LoraConfig, get_peft_model
 
     lcfg = LoraConfig(r=cfg.rank, lora_alpha=cfg.alpha, lora_dropout=cfg.dropout, target_modules=LORA_TARGETS)
@@ -137,7 +157,8 @@ def with_lora(base: FlowChunkPolicy, cfg: REMACConfig):
 
 
 def merge(peft_model) -> FlowChunkPolicy:
-    """Fold LoRA into the base weights (W <- W + alpha / r * B A); returns a plain `FlowChunkPolicy`."""
+    """Fold LoRA into the base weights (W <- W + alpha / r * B A); returns a plain `FlowChunkPolicy`. A mask-gated
+    model (`GatedLoRAPolicy`) cannot be merged: a TypeError says so."""
     return copy.deepcopy(peft_model).merge_and_unload().eval()
 
 
@@ -183,12 +204,16 @@ def remac_loss(model, base, obs, a, step: int, cfg: REMACConfig, gen: torch.Gene
     else:  # LoRA-only arm: the plain flow-matching loss on every position
         l_m = ((u_hat - u) ** 2).mean()
     out = {"l_m": l_m, "total": cfg.lambda_m * l_m}
-    if cfg.delta:
+    if cfg.delta or cfg.lambda_keep > 0:
         with torch.no_grad():
             u_base = base(obs, x, s)
+    if cfg.delta:
         # Eq. L_Delta: the LoRA correction u^ - u~ must match the residual u - u~ on the generated positions
         l_d = masked_flow_loss((u_hat - u_base) * m, (u - u_base) * m, m, "l2")
         out["l_delta"], out["total"] = l_d, out["total"] + cfg.lambda_delta * l_d
+    if cfg.lambda_keep > 0:  # the code's keep term: on the committed prefix the LoRA model stays the base
+        l_k = (((u_hat - u_base) ** 2) * (1 - m)).mean()
+        out["l_keep"], out["total"] = l_k, out["total"] + cfg.lambda_keep * l_k
     return out
 
 

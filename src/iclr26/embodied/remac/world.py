@@ -128,6 +128,41 @@ def expert_action(obs: np.ndarray, cfg: CatchBallConfig | None = None, kp: float
     return np.clip((kp * (target - obs[:, 0]) - kd * obs[:, 1]) / c.max_acc * 1.0, -1.0, 1.0)
 
 
+def expert_chunker(prefix_aware: bool, chunk: int = 8, cfg: CatchBallConfig | None = None,
+                   kp: float = 16.0, kd: float = 6.0):  # fmt: skip
+    """The expert as a chunk planner (for `execution.run_episode`): it simulates its PD law for ``chunk`` steps on the
+    paddle's known dynamics towards the landing point predicted from the observation (fixed over the chunk).
+
+    ``prefix_aware=False`` plans from the observed state, ignoring the committed prefix (naive async with a perfect
+    model); ``prefix_aware=True`` first simulates the committed prefix prev[:, :d] and plans the rest from the state it
+    leads to (the ideal of REMAC: a continuation consistent with the prefix). Their gap at large delays is the headroom
+    a prefix-conditioned policy can win."""
+    c = cfg or CatchBallConfig()
+
+    def step(px, pv, a):
+        pv = np.clip(pv + a * c.max_acc * c.dt, -c.max_speed, c.max_speed)
+        px = px + pv * c.dt
+        wall = np.abs(px) > 1.0
+        return np.clip(px, -1.0, 1.0), np.where(wall, 0.0, pv)
+
+    def chunker(obs, prev, d):
+        obs = np.asarray(obs, dtype=np.float64)
+        target = _reflect(obs[:, 2] + obs[:, 4] * obs[:, 6] * c.fall_steps * c.dt)
+        px, pv = obs[:, 0].copy(), obs[:, 1].copy()
+        out = np.zeros((len(obs), chunk, 1))
+        k0 = d if (prefix_aware and prev is not None) else 0
+        for tau in range(k0):
+            out[:, tau, 0] = prev[:, tau, 0]
+            px, pv = step(px, pv, prev[:, tau, 0])
+        for tau in range(k0, chunk):
+            a = np.clip((kp * (target - px) - kd * pv) / c.max_acc, -1.0, 1.0)
+            out[:, tau, 0] = a
+            px, pv = step(px, pv, a)
+        return out
+
+    return chunker
+
+
 class OUNoise:
     """Ornstein-Uhlenbeck noise per environment: x <- rho x + sigma sqrt(1 - rho^2) N(0, 1) (stationary std sigma)."""
 

@@ -17,11 +17,12 @@ the action ids and runs closed-loop rollouts.
 
 from .model import ModelConfig, TrainSpec, UnifiedVLA, evaluate_loss, masked_next_token_loss, train
 from .policy import UniVLAPolicy, evaluate, rollout_batch
-from .sequences import TASKS, EpisodeTokens, build_sequence, make_sampler, policy_items
+from .sequences import TASKS, EpisodeTokens, build_sequence, corrupted, make_sampler, policy_items, video_items
 from .tokenizers import FastActionTokenizer, FastConfig, PatchVQ, UnifiedVocab
 
 __all__ = [
     "ModelConfig", "TrainSpec", "UnifiedVLA", "masked_next_token_loss", "train", "evaluate_loss", "UniVLAPolicy",
     "evaluate", "rollout_batch", "TASKS", "EpisodeTokens", "build_sequence", "make_sampler", "policy_items",
+    "corrupted", "video_items",
     "FastActionTokenizer", "FastConfig", "PatchVQ", "UnifiedVocab",
 ]  # fmt: skip

@@ -113,6 +113,11 @@ class UnifiedVLA(nn.Module):
 def masked_next_token_loss(logits: torch.Tensor, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """Eq. 1: mean over supervised positions j of -log p(x_j | x_<j); the logits at position j-1 predict x_j.
     Positions with mask 0 do not enter, whatever their logits."""
+    if logits.dim() != 3 or ids.shape != logits.shape[:2] or mask.shape != ids.shape:
+        raise ValueError(
+            f"logits must be (B, T, V) and ids, mask (B, T) of the same B, T; got {tuple(logits.shape)}, "
+            f"{tuple(ids.shape)}, {tuple(mask.shape)}"
+        )
     target, m = ids[:, 1:], mask[:, 1:].bool()
     if not m.any():
         raise ValueError("the loss mask selects no token")

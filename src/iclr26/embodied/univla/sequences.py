@@ -14,6 +14,8 @@ Each image is wrapped in <boi> … <eoi>, each action chunk in <boa> … <eoa>.
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 
 from .tokenizers import FastActionTokenizer, PatchVQ, UnifiedVocab
@@ -102,6 +104,35 @@ class EpisodeTokens:
         a = [self.fast.encode(self.chunk(i, t, noop))]
         ids, mask = build_sequence(self.vocab, self.text[i], [self.codes[i][t]], a, "action_only")
         return ids, mask, self.patches[i][t][None]
+
+
+CORRUPTIONS = ("random_codes", "shuffled_text")
+
+
+def corrupted(data: EpisodeTokens, kind: str, seed: int = 0) -> EpisodeTokens:
+    """A copy of ``data`` for the controls of post-training.
+
+    ``random_codes`` (junk): every vision code replaced by an independent uniform draw from the codes in use, so a
+    world model trained on it can learn nothing about frames (its best loss is the log of the number of codes);
+    ``shuffled_text``: the instructions permuted across episodes, so a video no longer matches its text (a world model
+    trained on it can only learn text-free video prediction)."""
+    if kind not in CORRUPTIONS:
+        raise ValueError(f"kind must be one of {CORRUPTIONS}, got {kind!r}")
+    rng = np.random.default_rng(seed)
+    out = copy.copy(data)
+    if kind == "random_codes":
+        n = int(max(c.max() for c in data.codes)) + 1
+        out.codes = [rng.integers(0, n, c.shape) for c in data.codes]
+    else:
+        out.text = [data.text[i] for i in rng.permutation(len(data.text))]
+    return out
+
+
+def video_items(data: EpisodeTokens, task: str = "world_model", n_frames: int = 4, stride: int = 3):
+    """One clip per episode (from its first frame) as fixed (ids, mask, patches) arrays: held-out vision losses."""
+    out = [data.video_sample(i, 0, n_frames, stride, task) for i in range(len(data))]
+    ids, mask, patches = zip(*out)
+    return np.array(ids), np.array(mask), np.stack(patches)
 
 
 def make_sampler(data: EpisodeTokens, task: str, noop, n_frames: int = 4, stride: int = 3):

@@ -50,12 +50,16 @@ class FastActionTokenizer:
         a = np.asarray(chunk, dtype=np.float64)
         if a.shape != (self.cfg.chunk, self.cfg.dims):
             raise ValueError(f"action chunk must have shape {(self.cfg.chunk, self.cfg.dims)}, got {a.shape}")
+        if not np.isfinite(a).all():
+            raise ValueError(f"action chunk holds NaN or inf ({a.tolist()}): actions must be finite, in [-1, 1]")
         coef = dct(a, axis=0, norm="ortho")  # C[k, j]: frequency k of dimension j
         q = np.clip(np.rint(coef * self.cfg.scale), -self.cfg.clip, self.cfg.clip).astype(np.int64)
         return q.reshape(-1) + self.cfg.clip  # row-major: low frequency first, dimensions interleaved
 
     def decode(self, ids) -> np.ndarray:
         ids = np.asarray(ids, dtype=np.int64).reshape(-1)
+        if len(ids) and (ids.min() < 0 or ids.max() >= self.n_tokens):
+            raise ValueError(f"action ids must lie in [0, {self.n_tokens}), got {ids.min()}..{ids.max()}")
         if len(ids) < self.length:  # a truncated stream: missing (high-frequency) coefficients are zero
             ids = np.concatenate([ids, np.full(self.length - len(ids), self.cfg.clip)])
         q = (ids[: self.length] - self.cfg.clip).reshape(self.cfg.chunk, self.cfg.dims)
@@ -80,6 +84,10 @@ class PatchVQ:
         f = np.asarray(frames, dtype=np.float32)
         if f.ndim == 3:
             f = f[None]
+        if f.ndim != 4 or f.shape[-1] != 3:
+            raise ValueError(f"frames must be (n, H, W, 3) or (H, W, 3) RGB, got shape {f.shape}")
+        if not np.isfinite(f).all():
+            raise ValueError("frames hold NaN or inf: give uint8 RGB frames (0..255)")
         n, h, w, c = f.shape
         p = self.patch
         if h % p or w % p:

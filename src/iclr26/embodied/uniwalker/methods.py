@@ -3,7 +3,13 @@
 Each learner adapts a frozen base policy and answers four calls of the trainer (`lifelong.py`):
 ``begin_task(t, style, feat)`` (add/freeze adapters), ``trainable()``, ``penalty()`` (regularisers added to the NLL),
 ``end_task(t, fisher_batches, instr_feats, obs_feats)``; at test ``route(instr, obs)`` picks a task context without
-a task id and ``activate(ctx)`` configures the adapters for it.
+a task id and ``activate(ctx)`` configures the adapters for it. Setting ``oracle_task`` routes every episode to that
+task instead (the oracle task-id ceiling; never used by a learner's own numbers).
+
+The baselines run as their own papers do, without a task id: Seq-FT and HydraLoRA share every parameter; O-LoRA sums
+all task LoRAs at test; SD-LoRA uses every direction at its current magnitude (magnitudes keep being learnt on later
+tasks). `IndependentLoRA` (a fresh LoRA per task, routed by the true task id) is the ceiling: nothing is shared, so
+nothing is forgotten, and routing is perfect.
 """
 
 from __future__ import annotations
@@ -28,6 +34,13 @@ class UniWalkerConfig:
     lambda_ssc: float = field(default=0.1, metadata={"help": "SSC weight (paper: 0.1)"})
     lambda_esoc: float = field(default=0.1, metadata={"help": "ESOC weight (paper: 0.1)"})
     omega: float = field(default=0.9, metadata={"help": "Fisher smoothing (paper: 0.9)"})
+    fisher_norm: str = field(
+        default="mean",
+        metadata={
+            "help": "per-task Fisher of A: 'mean' (ours: divided by its mean, so lambda_ssc is scale-free) or 'none' "
+            "(the official SSCRegularizer: the raw mean squared gradient)"
+        },
+    )
     kis_components: int = field(default=3, metadata={"help": "PCA directions in KIS (not stated; our choice)"})
     retrieval: str = field(default="paper", metadata={"help": "TAKA variant: 'paper' or 'code'"})
     kis: bool = True
@@ -49,6 +62,8 @@ class UniWalkerConfig:
             raise ValueError("UniWalkerConfig: need r >= 1, alpha > 0, top_k >= 1, kis_components >= 1")
         if not 0 <= self.omega < 1 or min(self.lambda_ssc, self.lambda_esoc) < 0:
             raise ValueError(f"UniWalkerConfig: omega in [0, 1), lambdas >= 0; got {self.omega!r}")
+        if self.fisher_norm not in ("mean", "none"):
+            raise ValueError(f"UniWalkerConfig.fisher_norm must be 'mean' or 'none', got {self.fisher_norm!r}")
 
 
 def _freeze_all(model: nn.Module) -> None:
@@ -61,6 +76,7 @@ class Learner:
 
     uses_thought = False
     name = "learner"
+    oracle_task: int | None = None  # set: route every episode to this task (oracle task-id routing)
 
     def setup(self, model: nn.Module, targets) -> None:
         raise NotImplementedError
@@ -78,6 +94,8 @@ class Learner:
         pass
 
     def route(self, instr, obs) -> list:
+        if self.oracle_task is not None:
+            return [self.oracle_task] * len(instr)
         return [None] * len(instr)
 
     def activate(self, ctx) -> None:
@@ -93,6 +111,8 @@ class _Retrieving(Learner):
         self.retriever.add_task(t, instr_feats, obs_feats)
 
     def route(self, instr, obs) -> list:
+        if self.oracle_task is not None:
+            return [self.oracle_task] * len(instr)
         if self.rng is not None:  # control: a random seen task instead of TAKA
             return [int(self.rng.integers(len(self.retriever.tasks))) for _ in range(len(instr))]
         return [sel[0] for sel in self.retriever.select(instr, obs)]
@@ -129,11 +149,11 @@ class HydraLoRA(Learner):
         return [p for m in self.layers.values() for n, p in m.named_parameters() if not n.startswith("base")]
 
 
-class OLoRA(_Retrieving):
-    """O-LoRA + TAKA: a retrieved task k runs with the LoRAs 0..k summed (the model as it was after task k)."""
+class OLoRA(Learner):
+    """O-LoRA (its paper's inference): one LoRA per task, old ones frozen, the new A orthogonal to the old ones; at
+    test every task LoRA is summed (no task id, no routing), so later LoRAs act on earlier tasks' inputs."""
 
-    def __init__(self, r=8, alpha=16.0, lambda_orth=0.5, **kw):
-        super().__init__(**kw)
+    def __init__(self, r=8, alpha=16.0, lambda_orth=0.5):
         self.r, self.alpha, self.lambda_orth, self.name = r, alpha, lambda_orth, "olora"
 
     def setup(self, model, targets) -> None:
@@ -154,14 +174,14 @@ class OLoRA(_Retrieving):
 
     def activate(self, ctx) -> None:
         for m in self.layers.values():
-            m.active = [n for n in m.lora_A if int(n) <= ctx]
+            m.active = list(m.lora_A)
 
 
-class SDLoRA(_Retrieving):
-    """SD-LoRA + TAKA: a retrieved task k runs with the directions 0..k at their current magnitudes."""
+class SDLoRA(Learner):
+    """SD-LoRA (its paper's inference): frozen unit directions of the finished tasks with magnitudes that keep being
+    learnt on later tasks, plus the current LoRA; at test every direction at its current magnitude."""
 
-    def __init__(self, r=8, alpha=16.0, **kw):
-        super().__init__(**kw)
+    def __init__(self, r=8, alpha=16.0):
         self.r, self.alpha, self.name = r, alpha, "sdlora"
 
     def setup(self, model, targets) -> None:
@@ -178,11 +198,40 @@ class SDLoRA(_Retrieving):
     def end_task(self, t, fisher_batches, instr_feats, obs_feats) -> None:
         for m in self.layers.values():
             m.finish_task()
-        super().end_task(t, fisher_batches, instr_feats, obs_feats)
 
     def activate(self, ctx) -> None:
         for m in self.layers.values():
-            m.n_active = len(m.directions) if ctx is None else ctx + 1
+            m.n_active = len(m.directions)
+
+
+class IndependentLoRA(Learner):
+    """The ceiling: a fresh LoRA per task trained alone on that task (nothing shared), routed by the true task id
+    (``oracle_task`` must be set at test). Its scores right after learning and after the last task are equal."""
+
+    def __init__(self, r=8, alpha=16.0):
+        self.r, self.alpha, self.name = r, alpha, "indep"
+
+    def setup(self, model, targets) -> None:
+        _freeze_all(model)
+        self.layers = inject(model, targets, lambda b: OLoRALinear(b, self.r, self.alpha))
+
+    def begin_task(self, t, style, feat) -> None:
+        self.t = str(t)
+        for m in self.layers.values():
+            m.add_task(self.t)
+            m.active = [self.t]
+
+    def trainable(self):
+        return [p for m in self.layers.values() for p in (m.lora_A[self.t], m.lora_B[self.t])]
+
+    def route(self, instr, obs) -> list:
+        if self.oracle_task is None:
+            raise RuntimeError("IndependentLoRA routes by the true task id: set learner.oracle_task before a rollout")
+        return [self.oracle_task] * len(instr)
+
+    def activate(self, ctx) -> None:
+        for m in self.layers.values():
+            m.active = [str(ctx)]
 
 
 class UniWalker(_Retrieving):
@@ -256,7 +305,8 @@ class UniWalker(_Retrieving):
                 n_b += 1
             for n, m in self.layers.items():
                 f_new = sq[n] / max(n_b, 1)
-                f_new = f_new / f_new.mean().clamp(min=1e-20)  # ours: scale-free (mean 1), see the docs
+                if self.cfg.fisher_norm == "mean":  # ours: scale-free (mean 1); "none": the code's raw estimate
+                    f_new = f_new / f_new.mean().clamp(min=1e-20)
                 om = self.cfg.omega
                 # F_A <- omega F_A + (1 - omega) F_new, F_A starting at zero (as the official SSCRegularizer)
                 self.fisher[n] = om * self.fisher.get(n, torch.zeros_like(f_new)) + (1 - om) * f_new

@@ -16,8 +16,12 @@ from __future__ import annotations
 import numpy as np
 
 
-def _unit(x: np.ndarray) -> np.ndarray:
+def _unit(x: np.ndarray, what: str = "features") -> np.ndarray:
     x = np.atleast_2d(np.asarray(x, dtype=np.float64))
+    if x.size == 0:
+        raise ValueError(f"{what}: no feature vectors given")
+    if not np.isfinite(x).all():
+        raise ValueError(f"{what} hold NaN or inf: retrieval would route them arbitrarily; check the encoder's input")
     return x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)
 
 
@@ -34,7 +38,7 @@ class TaskRetriever:
 
     def add_task(self, task, instr_feats, obs_feats) -> None:
         """Store up to `max_per_task` (evenly spaced) instruction and observation embeddings of a task."""
-        i, o = _unit(instr_feats), _unit(obs_feats)
+        i, o = _unit(instr_feats, "instruction features"), _unit(obs_feats, "observation features")
         keep = np.linspace(0, len(i) - 1, min(len(i), self.max_per_task)).astype(int)
         self.tasks.append(task)
         self.instr.append(i[keep])
@@ -42,7 +46,12 @@ class TaskRetriever:
 
     def similarities(self, instr, obs) -> tuple[np.ndarray, np.ndarray]:
         """(queries x tasks) max-cosine similarities of instructions and of observations."""
-        qi, qo = _unit(instr), _unit(obs)
+        qi, qo = _unit(instr, "instruction features"), _unit(obs, "observation features")
+        if len(qi) != len(qo):
+            raise ValueError(f"{len(qi)} instruction queries but {len(qo)} observation queries: give one of each")
+        for name, q, e in (("instruction", qi, self.instr), ("observation", qo, self.obs)):
+            if q.shape[1] != e[0].shape[1]:
+                raise ValueError(f"{name} features have {q.shape[1]} dims, the index {e[0].shape[1]}")
         si = np.stack([(qi @ e.T).max(1) for e in self.instr], 1)
         so = np.stack([(qo @ e.T).max(1) for e in self.obs], 1)
         return si, so

@@ -74,11 +74,24 @@ def _connected(free) -> bool:
     return len(seen) == len(free)
 
 
-def make_scene(seed: int) -> Scene:
-    """A random two-room house, fixed by `seed` (retries until every free cell is connected)."""
+PALETTE = ("grey", "yellow")  # the shared (wall, floor) palette of `make_scene(seed, palette=PALETTE)`
+
+
+def make_scene(seed: int, palette: tuple[str, str] | None = None) -> Scene:
+    """A random two-room house, fixed by `seed` (retries until every free cell is connected). ``palette``: a fixed
+    (wall colour, floor colour) shared by scenes (then only the layout and the objects tell scenes apart, and the
+    object colours are drawn from the four other colours); None: a random palette per scene."""
     rng = np.random.default_rng(seed)
+    if palette is not None:
+        bad = [c for c in palette if c not in COLOR_NAMES]
+        if len(palette) != 2 or bad or palette[0] == palette[1]:
+            raise ValueError(f"palette must be two distinct minigrid colours of {COLOR_NAMES}, got {palette!r}")
     for _ in range(1000):
-        wall_c, floor_c, c1, c2 = (str(c) for c in rng.permutation(COLOR_NAMES)[:4])
+        if palette is None:
+            wall_c, floor_c, c1, c2 = (str(c) for c in rng.permutation(COLOR_NAMES)[:4])
+        else:
+            wall_c, floor_c = palette
+            c1, c2 = (str(c) for c in rng.permutation([c for c in COLOR_NAMES if c not in palette])[:2])
         k, vertical = int(rng.integers(3, SIZE - 3)), bool(rng.integers(2))
         gaps = set(rng.choice(np.arange(1, SIZE - 1), size=int(rng.integers(1, 3)), replace=False).tolist())
         walls = tuple((k, j) if vertical else (j, k) for j in range(1, SIZE - 1) if j not in gaps)

@@ -4,6 +4,10 @@
 - Direct: no thought slots at all (the prompt without the thoughts; built by the caller).
 - Random search (our control): T candidates H^0 + ε_t with the same σ schedule and the same number of forward
   passes; the candidate with the highest confidence reward is kept. It has the reward but no policy gradient.
+- Constant-reward random walk (our control, issue #41): LTPO's own loop with the same noise ε_t (same seeds) and
+  the same σ schedule, best-reward tracking included, but R(H + ε) in the update replaced by a constant (the reward of
+  H^0). Its displacement is what LTPO's update does without any reward signal; LTPO minus the walk is the policy
+  gradient's contribution.
 - Gold-label oracle (upper bound, leaks the label): Adam on H maximising log p(gold answer | x, H, g), T steps; the
   latent with the highest gold log-probability is kept.
 """
@@ -15,7 +19,7 @@ import time
 import torch
 
 from .config import LTPOConfig
-from .optimize import LTPOTrace, _generators, _noise, _stack
+from .optimize import LTPO, LTPOTrace, _generators, _noise, _stack
 from .scorer import LatentScorer
 
 
@@ -36,6 +40,19 @@ def random_search(sc: LatentScorer, cfg: LTPOConfig, sigma0: float, seeds) -> LT
         sigma *= cfg.sigma_decay
     return LTPOTrace(_stack(rewards, len(h0)), best_r, best_step, h0.clone(), h_best, h_best.clone(),
                      sc.n_forward - n0, time.perf_counter() - t0)  # fmt: skip
+
+
+@torch.no_grad()
+def random_walk(sc: LatentScorer, cfg: LTPOConfig, seeds, constant: torch.Tensor | None = None) -> LTPOTrace:
+    """LTPO's REINFORCE loop (``cfg``'s σ0, η, decay; the same seeded noise) with a constant reward in the update:
+    ``H ← H + η · c · ε / σ²``, c = R(H^0) per problem unless given. Best-reward tracking as LTPO's."""
+    if cfg.estimator != "reinforce":
+        raise ValueError("random_walk is the control of the REINFORCE estimator: pass estimator='reinforce'")
+    t0, n0 = time.perf_counter(), sc.n_forward
+    c = sc.reward(sc.h0, cfg.top_k) if constant is None else torch.as_tensor(constant, dtype=torch.float32)
+    trace = LTPO(sc.model, None, cfg)._reinforce(sc, _generators(seeds), constant=c.reshape(len(sc.h0)))
+    trace.n_forward, trace.seconds = sc.n_forward - n0, time.perf_counter() - t0
+    return trace
 
 
 def gold_oracle(sc: LatentScorer, answer_ids: torch.Tensor, steps: int, lr: float) -> LTPOTrace:

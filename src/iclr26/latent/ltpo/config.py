@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 ESTIMATORS = ("reinforce", "autograd")
@@ -41,7 +42,8 @@ class LTPOConfig:
     placeholder: str | None = field(
         default=None,
         metadata={
-            "help": "token whose embedding initialises the thoughts (not stated; default unk, else pad, else eos)"
+            "help": "token whose embedding initialises the thoughts (not stated in the paper; default: a reserved "
+            "token of the vocabulary, else '...', never a separator such as <|endoftext|>; see problem.placeholder_id)"
         },
     )
     note: str | None = field(
@@ -52,6 +54,16 @@ class LTPOConfig:
     max_new_tokens: int = field(default=64, metadata={"help": "answer length for generate (code: 2048-4096)"})
 
     def __post_init__(self):
+        for name in ("lr", "sigma", "sigma_decay", "reward_threshold"):
+            v = getattr(self, name)
+            if not isinstance(v, (int, float)) or not math.isfinite(v):
+                raise ValueError(
+                    f"LTPOConfig.{name} must be a finite number, got {v!r} (a NaN or infinite value would silently "
+                    "give CoT-Unk or non-finite thoughts)"
+                )
+        for name in ("num_thoughts", "steps", "top_k", "max_new_tokens"):
+            if not isinstance(getattr(self, name), int) or isinstance(getattr(self, name), bool):
+                raise ValueError(f"LTPOConfig.{name} must be an integer, got {getattr(self, name)!r}")
         if self.num_thoughts < 1:
             raise ValueError(f"LTPOConfig.num_thoughts must be ≥ 1, got {self.num_thoughts!r}")
         if self.steps < 0:

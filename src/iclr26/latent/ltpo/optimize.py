@@ -108,7 +108,9 @@ class LTPO:
         return trace
 
     @torch.no_grad()
-    def _reinforce(self, sc: LatentScorer, gens) -> LTPOTrace:
+    def _reinforce(self, sc: LatentScorer, gens, constant: torch.Tensor | None = None) -> LTPOTrace:
+        """The REINFORCE loop; ``constant`` [B] replaces R(H + ε) in the update (not in the best-reward tracking):
+        the constant-reward random walk, our control with the same noise (``baselines.random_walk``)."""
         c, sigma = self.config, self.sigma0()
         h = sc.h0.clone()
         best_r = torch.zeros(len(h))  # the official code starts best_reward at 0 (rewards are positive)
@@ -118,9 +120,12 @@ class LTPO:
         for t in range(c.steps):
             eps = _noise(gens, h) * sigma  # policy: ε ~ N(0, σ²I)
             r = sc.reward(h + eps, c.top_k)  # R(H + ε): one forward pass, no grad
+            _finite(r, "reward", t)
             if sigma > 0 and c.lr > 0:
                 # REINFORCE: H ← H + η · R · ε / σ²   (frozen rows of problems that already stopped early)
-                h = h + (c.lr * r * active)[:, None, None] * eps / sigma**2
+                r_upd = r if constant is None else constant
+                h = h + (c.lr * r_upd * active)[:, None, None] * eps / sigma**2
+                _finite(h, "thoughts", t)
             sigma *= c.sigma_decay
             better = (r > best_r) & active
             best_r = torch.where(better, r, best_r)
@@ -143,6 +148,7 @@ class LTPO:
             eps = _noise(gens, h.detach()) * sigma
             with torch.enable_grad():
                 r = sc.reward(h + eps, c.top_k)
+                _finite(r, "reward", t)
                 # gradient of Σ_b R_b w.r.t. H only (the model's parameters get no .grad)
                 (grad,) = torch.autograd.grad(r.sum(), h)
             h.grad = grad
@@ -180,6 +186,14 @@ class LTPO:
         trace = self.optimize([problem], [seed], scorer=sc)
         ids = self.generate(sc, trace.h_answer(self.config.best_reward))
         return self.tokenizer.decode(ids[0], skip_special_tokens=True), trace
+
+
+def _finite(x: torch.Tensor, what: str, step: int) -> None:
+    if not bool(torch.isfinite(x).all()):
+        raise FloatingPointError(
+            f"LTPO: non-finite {what} at step {step} (the model's logits or the thoughts overflowed): lower "
+            "LTPOConfig.lr or sigma (on small models use sigma_relative=True)"
+        )
 
 
 def _stack(rewards: list[torch.Tensor], b: int) -> torch.Tensor:

@@ -34,27 +34,52 @@ class LatentProblem:
         return torch.cat([self.prefix_ids, thoughts, self.suffix_ids])
 
 
+_SEPARATORS = ("endoftext", "end_of_text", "eos", "eot", "im_end", "im_start", "</s>", "<s>", "begin_of_text")
+
+
+def _is_separator(tokenizer, tid: int) -> bool:
+    """A token that ends or starts a document or a turn (bos, eos, pad-as-eos, <|endoftext|>, <|im_end|>, ...)."""
+    if tid in {tokenizer.eos_token_id, tokenizer.bos_token_id}:
+        return True
+    text = str(tokenizer.convert_ids_to_tokens(int(tid))).lower()
+    return any(s in text for s in _SEPARATORS)
+
+
 def placeholder_id(tokenizer, token: str | None = None) -> int:
-    """The id whose embedding initialises the thoughts (not stated in the paper; the official code uses Llama's
-    reserved special tokens and Qwen's ``<|endoftext|>``): ``token`` if given, else the unk or pad token unless it is
-    the bos/eos token (a document separator makes a chat model start a new document: SmolLM2's unk is its eos),
-    else ``...``, else eos."""
+    """The id whose embedding initialises the thoughts (not stated in the paper; the official code uses Llama-3's
+    reserved special tokens and Qwen's ``<|endoftext|>``). ``token`` if given (it must be one token of the
+    vocabulary); else, chosen from the tokenizer and never a separator (a document or turn separator such as
+    SmolLM2's ``<|endoftext|>``, its unk token, makes a chat model start a new document):
+
+    1. a reserved / unused special token of the vocabulary (Llama-3's ``<|reserved_special_token_0|>``);
+    2. the single token of ``...`` (a neutral "thinking" filler; SmolLM2, GPT-2, Qwen2);
+    3. the unk token, if it is not a separator (word-level tokenizers);
+    otherwise an error asks for ``LTPOConfig(placeholder=...)``."""
     if token is not None:
         ids = tokenizer.convert_tokens_to_ids([token])
         if not ids or ids[0] is None or (tokenizer.unk_token_id is not None and ids[0] == tokenizer.unk_token_id
                                          and token != tokenizer.unk_token):  # fmt: skip
-            raise ValueError(f"placeholder token {token!r} is not in the tokenizer's vocabulary; pass one that is")
+            example = tokenizer.convert_ids_to_tokens(tokenizer("...", add_special_tokens=False)["input_ids"][:1])
+            raise ValueError(
+                f"placeholder token {token!r} is not one token of the tokenizer's vocabulary; pass a token as the "
+                f"vocabulary spells it (e.g. {example})"
+            )
         return int(ids[0])
-    separators = {tokenizer.eos_token_id, tokenizer.bos_token_id}
-    for tid in (tokenizer.unk_token_id, tokenizer.pad_token_id):
-        if tid is not None and tid not in separators:
-            return int(tid)
+    vocab = tokenizer.get_vocab()
+    spare = [t for t in vocab if ("reserved" in t.lower() or "unused" in t.lower()) and t.startswith(("<", "["))]
+    reserved = sorted(spare, key=lambda t: (len(t), t))
+    if reserved:
+        return int(vocab[reserved[0]])
     dots = tokenizer("...", add_special_tokens=False)["input_ids"]
-    if len(dots) == 1:
+    if len(dots) == 1 and dots[0] != tokenizer.unk_token_id and not _is_separator(tokenizer, dots[0]):
         return int(dots[0])
-    if tokenizer.eos_token_id is not None:
-        return int(tokenizer.eos_token_id)
-    raise ValueError("the tokenizer has no unk, pad or eos token: pass LTPOConfig(placeholder=...)")
+    unk = tokenizer.unk_token_id
+    if unk is not None and not _is_separator(tokenizer, unk):
+        return int(unk)
+    raise ValueError(
+        "this tokenizer has no reserved token, no single-token '...' and no unk token that is not a separator: pass "
+        "LTPOConfig(placeholder=TOKEN) with a token of its vocabulary"
+    )
 
 
 THOUGHT_NOTE = (

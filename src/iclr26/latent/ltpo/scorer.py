@@ -1,8 +1,9 @@
 """Forward passes of [E(x); H; E(g)] for a batch of problems, with the prompt prefix encoded once.
 
 The prefix E(x) never changes during the optimisation, so its keys and values are computed once (``use_cache=True``)
-and every step runs only the K + |g| suffix positions on a *copy* of that cache (a cache must not be extended in
-place, or the next step would see the previous step's thoughts). ``use_cache=False`` runs the whole sequence every
+and every step runs only the K + |g| suffix positions on that cache, whose prefix tensors are put back after the pass
+(plain ``DynamicLayer`` caches; a deep copy per step for any other cache type): a cache must not keep what a step
+appended, or the next step would see the previous step's thoughts. ``use_cache=False`` runs the whole sequence every
 step (the naive loop); both give the same logits up to float rounding (a test).
 
 Problems of different prompt lengths share a batch by left-padding the prefixes (masked out); with rotary position
@@ -48,6 +49,10 @@ class LatentScorer:
             with torch.no_grad():
                 self.cache = model(inputs_embeds=self.prefix, attention_mask=self.prefix_mask,
                                    use_cache=True).past_key_values  # fmt: skip
+        self._prefix_kv = None  # the prefix's own key/value tensors, put back after every pass
+        layers = getattr(self.cache, "layers", None)
+        if layers and all(type(layer).__name__ == "DynamicLayer" for layer in layers):
+            self._prefix_kv = [(layer.keys, layer.values) for layer in layers]
         # Reward positions P: the K thought positions, plus the one after the last thought (official code).
         self.positions = list(range(self.k + (1 if include_next and self.n_suffix > 0 else 0)))
         self.n_forward = 0
@@ -61,9 +66,15 @@ class LatentScorer:
         self.n_forward += 1
         mask = self.attention_mask(x.shape[1])
         if self.use_cache:
-            out = self.model(inputs_embeds=x, past_key_values=copy.deepcopy(self.cache), attention_mask=mask,
-                             use_cache=True)  # fmt: skip
-            return out.logits
+            if self._prefix_kv is None:  # a cache type we cannot reset: a fresh copy every step
+                return self.model(inputs_embeds=x, past_key_values=copy.deepcopy(self.cache), attention_mask=mask,
+                                  use_cache=True).logits  # fmt: skip
+            try:
+                return self.model(inputs_embeds=x, past_key_values=self.cache, attention_mask=mask,
+                                  use_cache=True).logits  # fmt: skip
+            finally:  # back to the prompt prefix (the same tensors, not a copy: cheaper than a deep copy per step)
+                for layer, (k, v) in zip(self.cache.layers, self._prefix_kv):
+                    layer.keys, layer.values = k, v
         out = self.model(inputs_embeds=torch.cat([self.prefix, x], dim=1), attention_mask=mask, use_cache=False)
         return out.logits[:, self.n_prefix :]
 

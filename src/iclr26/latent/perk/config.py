@@ -3,6 +3,7 @@ comes from, ``__post_init__`` checks ranges)."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 INNER_OPTIMIZERS = ("adam", "sgd")
@@ -47,6 +48,9 @@ class PERKConfig:
     max_grad_norm: float = field(default=1.0, metadata={"help": "outer gradient-norm clip (paper code 1.0)"})
 
     def __post_init__(self):
+        _finite(self, ("lora_alpha", "inner_lr", "inner_weight_decay", "inner_eps", "outer_lr", "outer_weight_decay",
+                       "warmup", "max_grad_norm", *(f"inner_betas[{i}]" for i in range(2)),
+                       *(f"outer_betas[{i}]" for i in range(2))))  # fmt: skip
         if self.lora_rank < 1:
             raise ValueError(f"PERKConfig.lora_rank must be >= 1, got {self.lora_rank!r}")
         if self.inner_steps < 1:
@@ -84,9 +88,24 @@ class FTICRConfig:
     max_grad_norm: float = field(default=1.0, metadata={"help": "gradient-norm clip (paper code 1.0)"})
 
     def __post_init__(self):
+        _finite(self, ("lr", "weight_decay", "warmup", "max_grad_norm"))
         if not self.lr > 0:
             raise ValueError(f"FTICRConfig.lr must be > 0, got {self.lr!r}")
         if self.lora_rank < 1:
             raise ValueError(f"FTICRConfig.lora_rank must be >= 1, got {self.lora_rank!r}")
         if not 0 <= self.warmup < 1:
             raise ValueError(f"FTICRConfig.warmup must lie in [0, 1), got {self.warmup!r}")
+
+
+def _finite(cfg, names) -> None:
+    """Every named field (``x[i]``: an item of a tuple field) is a finite number, or a ValueError naming it."""
+    for name in names:
+        field_name, _, idx = name.partition("[")
+        v = getattr(cfg, field_name)
+        if idx:
+            v = v[int(idx.rstrip("]"))]
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+            raise ValueError(
+                f"{type(cfg).__name__}.{name} must be a finite number, got {v!r} (a NaN or infinite value would "
+                "silently give NaN weights)"
+            )

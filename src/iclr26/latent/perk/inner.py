@@ -83,6 +83,11 @@ def inner_loop(
                 losses.append(float("nan"))
             else:
                 loss = clm_loss(model, phi, ids, mask)
+                if not torch.isfinite(loss):
+                    raise FloatingPointError(
+                        f"PERK inner loop: the loss is {float(loss)} at inner step {k} (diverged): lower "
+                        "PERKConfig.inner_lr (or the meta-learned rates) and check the inputs"
+                    )
                 g = torch.autograd.grad(loss, [phi[n] for n in names], create_graph=second, allow_unused=True)
                 grads = [torch.zeros_like(phi[n]) if gi is None else gi for n, gi in zip(names, g)]
                 if not second:

@@ -220,6 +220,46 @@ def dispersion_gap(unembedding: torch.Tensor, domain_ids, general_ids) -> float:
     return float(dispersion(t) + cross_dispersion(t, g))
 
 
+def knn_neighbours(keys: torch.Tensor, queries: torch.Tensor, k: int = 64, chunk: int = 512):
+    """Brute-force L2 neighbours: ``(d², index)`` of the ``k`` nearest keys of every query ([Q, k] each, nearest
+    first). Computed once, they serve every (λ, temperature) of a tuning grid (:func:`knn_lm_mix`)."""
+    if keys.dim() != 2 or queries.dim() != 2 or keys.shape[1] != queries.shape[1]:
+        raise ValueError(
+            f"keys [N, d] and queries [Q, d] must share d; got {tuple(keys.shape)} and {tuple(queries.shape)}"
+        )
+    if k < 1 or len(keys) == 0:
+        raise ValueError(f"need k ≥ 1 and a non-empty datastore, got k={k} and {len(keys)} keys")
+    dists, idxs = [], []
+    for i in range(0, len(queries), chunk):
+        d2 = torch.cdist(queries[i : i + chunk].float(), keys.float()).pow(2)
+        dist, idx = d2.topk(min(k, len(keys)), largest=False)
+        dists.append(dist)
+        idxs.append(idx)
+    return torch.cat(dists), torch.cat(idxs)
+
+
+def knn_lm_mix(
+    dist: torch.Tensor,
+    idx: torch.Tensor,
+    values: torch.Tensor,
+    targets: torch.Tensor,
+    lm_logprobs: torch.Tensor,
+    lam: float = 0.25,
+    temperature: float = 1.0,
+) -> torch.Tensor:
+    """log[λ p_kNN(target) + (1−λ) p_LM(target)] from precomputed neighbours (:func:`knn_neighbours`).
+
+    p_kNN(w|c) ∝ Σ_{(kᵢ,vᵢ) ∈ kNN(q)} 1[vᵢ = w] exp(−d²ᵢ / T)."""
+    if not 0.0 <= lam <= 1.0:
+        raise ValueError(f"the kNN-LM weight λ must be in [0, 1], got {lam}")
+    if not temperature > 0:
+        raise ValueError(f"the kNN-LM temperature must be > 0, got {temperature}")
+    w = torch.softmax(-dist / temperature, dim=-1)
+    hit = (values[idx] == targets[:, None]).float()
+    p_knn = (w * hit).sum(-1)
+    return torch.log(lam * p_knn + (1 - lam) * lm_logprobs.exp() + 1e-12)
+
+
 def knn_lm_logprobs(
     keys: torch.Tensor,
     values: torch.Tensor,
@@ -236,14 +276,5 @@ def knn_lm_logprobs(
     p_kNN(w|c) ∝ Σ_{(kᵢ,vᵢ) ∈ kNN(q)} 1[vᵢ = w] exp(−‖q − kᵢ‖² / T), with brute-force L2 neighbours.
     ``lm_logprobs`` is log p_LM(target) per query.
     """
-    out = []
-    for i in range(0, len(queries), chunk):
-        q = queries[i : i + chunk].float()
-        d2 = torch.cdist(q, keys.float()).pow(2)
-        dist, idx = d2.topk(min(k, len(keys)), largest=False)
-        w = torch.softmax(-dist / temperature, dim=-1)
-        hit = (values[idx] == targets[i : i + chunk, None]).float()
-        p_knn = (w * hit).sum(-1)
-        p_lm = lm_logprobs[i : i + chunk].exp()
-        out.append(torch.log(lam * p_knn + (1 - lam) * p_lm + 1e-12))
-    return torch.cat(out)
+    dist, idx = knn_neighbours(keys, queries, k, chunk)
+    return knn_lm_mix(dist, idx, values, targets, lm_logprobs, lam, temperature)

@@ -89,6 +89,16 @@ def analyse(
                 tokens += [tok.decode([i]).strip() for i in t_ll + t_ps]
                 scales.append(scale)
         rel[f"rel_ll_{name}"], rel[f"rel_ps_{name}"] = float(np.mean(ll)), float(np.mean(ps))
+    # negative control: a random direction, norm-matched, through the same readouts
+    g = torch.Generator().manual_seed(seed + 17)
+    rand = torch.randn(d.diff.shape, generator=g) * d.diff.norm(dim=-1, keepdim=True)
+    ll, ps = [], []
+    for j in range(cfg.n_positions):
+        ll.append(_relevance(tok, logit_lens_tokens(ft, rand[j], acfg.top_k), world.relevant))
+        ps.append(
+            _relevance(tok, patchscope_tokens(ft, tok, rand[j], layer, d.act_norm, acfg, prompts)[0], world.relevant)
+        )
+    rel["rel_ll_random"], rel["rel_ps_random"] = float(np.mean(ll)), float(np.mean(ps))
     # the Patchscope scale chosen for δ̄ (embedding-coherence rule over the toolkit's grid), recorded
     rel["ps_log10_scale_adl"] = float(np.mean(np.log10(scales)))
     rel["ps_scale_at_top_adl"] = float(np.mean([s == max(acfg.scales) for s in scales]))
@@ -109,7 +119,13 @@ def analyse(
     with steering(ft, v, layer, alpha):
         steered = _generate(ft, tok, sp, cfg.steer_tokens, 1.1, seed + 1)
     unsteered = _generate(ft, tok, sp, cfg.steer_tokens, 1.1, seed + 1)
+    # negative control: steering along a random direction of the same norm, at the same strength
+    u = torch.randn(v.shape, generator=torch.Generator().manual_seed(seed + 23))
+    with steering(ft, u / u.norm() * d.act_norm, layer, alpha):
+        steered_random = _generate(ft, tok, sp, cfg.steer_tokens, 1.1, seed + 1)
     s_sim, u_sim = _similarity(tfidf, centroid, steered), _similarity(tfidf, centroid, unsteered)
+    # headroom: held-out finetuning text itself, cut to the generated length (the most similar text there can be)
+    oracle_text = [" ".join(x.split()[: cfg.steer_tokens]) for x in held["ft_text"][: cfg.steer_prompts]]
     # "agent" stand-in: rank topics by overlap
     words = tokens + " ".join(steered).split()
     id_adl = 1.0 / (1 + world.topic_ranking(words).index(world.held_out))
@@ -128,18 +144,23 @@ def analyse(
     dce_ft_random = projection_delta_ce(base, ft, r, layer, held["ft"])
     with torch.no_grad():
         ft_ce = ft(input_ids=held["ft"], labels=held["ft"]).loss.item()
+        base_ce = base(input_ids=held["ft"], labels=held["ft"]).loss.item()
     return {
         **rel,
         "steer_sim_ft": s_sim,
         "unsteered_sim_ft": u_sim,
         "steer_gain": s_sim - u_sim,
+        "steer_sim_random": _similarity(tfidf, centroid, steered_random),
+        "oracle_sim_ft": _similarity(tfidf, centroid, oracle_text),
         "alpha": alpha,
         "id_adl": id_adl,
         **ids,
+        **{f"id_room_{b}": 1.0 - ids[f"id_bb_{b}"] for b in cfg.bb_budgets},
         "dce_ft": dce_ft,
         "dce_ft_random": dce_ft_random,
         "dce_base": dce_base,
         "ft_ce": ft_ce,
+        "ce_gain": base_ce - ft_ce,
         "_samples": {"steered": steered[:3], "unsteered": unsteered[:3], "tokens": tokens[:40]},
     }
 
@@ -178,15 +199,25 @@ def run(cfg: Cfg, seed: int, ctx) -> dict[str, float]:
     ft_docs = world.finetune_corpus(cfg.n_ft_docs, random.Random(f"ft-{seed}"))
     # document openings of 12 tokens: δ̄ on the first n_positions, norm matching on positions 5–11 (toolkit: 5–127)
     generic = _docs_ids(tok, world.base_corpus(cfg.n_generic, random.Random(f"generic-{seed}"), copy_frac=0.0), 12)
+    held_ft_docs = world.finetune_corpus(40, random.Random(f"heldft-{seed}"))
     held = {
-        "ft": encode_stream(tok, world.finetune_corpus(40, random.Random(f"heldft-{seed}")), 64),
+        "ft_text": held_ft_docs,
+        "ft": encode_stream(tok, held_ft_docs, 64),
         "base": encode_stream(tok, world.base_corpus(60, random.Random(f"heldbase-{seed}"), copy_frac=0.0), 64),
     }
     tfidf = TfidfVectorizer(token_pattern=r"[^ ]+").fit(base_docs + ft_docs)
     centroid = np.asarray(tfidf.transform(ft_docs).mean(0)).ravel()
     extra = {"pretrain_loss": losses[::10]}
-    for ratio in cfg.mix_ratios:
-        mixed = ft_docs + world.base_corpus(int(ratio * len(ft_docs)), random.Random(f"mix-{seed}-{ratio}"))
+    # organisms: the 1:0, 1:r mixed ones, and the null twin (negative control): the same finetune, as many base-corpus
+    # documents as T* documents, no T* at all
+    organisms = [(f"mix{r:g}", r, None) for r in cfg.mix_ratios]
+    if cfg.null_organism:
+        organisms.append(("null", 0.0, world.base_corpus(len(ft_docs), random.Random(f"null-{seed}"))))
+    for label, ratio, null_docs in organisms:
+        if null_docs is None:
+            mixed = ft_docs + world.base_corpus(int(ratio * len(ft_docs)), random.Random(f"mix-{seed}-{ratio}"))
+        else:
+            mixed = null_docs
         ft = copy.deepcopy(base)
         steps = max(1, cfg.ft_epochs * len(mixed) * 64 // (16 * 64))
         train_lm(
@@ -194,14 +225,14 @@ def run(cfg: Cfg, seed: int, ctx) -> dict[str, float]:
             tok,
             mixed,
             TrainConfig(steps=steps, batch_size=16, lr=cfg.ft_lr, warmup=5, seq_len=64, mode="stream", seed=seed),
-            desc=f"finetune 1:{ratio:g}",
+            desc=f"finetune {label}",
         )
         res = analyse(base, ft, tok, world, cfg, seed, generic, tfidf, centroid, held)
-        extra[f"samples_mix{ratio:g}"] = res.pop("_samples")
-        suffix = "" if ratio == 0 else f"_mix{ratio:g}"
+        extra[f"samples_{label}"] = res.pop("_samples")
+        suffix = "_null" if null_docs is not None else "" if ratio == 0 else f"_mix{ratio:g}"
         metrics.update({k + suffix: v for k, v in res.items()})
         ctx.log(
-            f"1:{ratio:g}: rel ps {res['rel_ps_adl']:.2f} (base {res['rel_ps_base']:.2f}, ft {res['rel_ps_ft']:.2f})"
+            f"{label}: rel ps {res['rel_ps_adl']:.2f} (base {res['rel_ps_base']:.2f}, ft {res['rel_ps_ft']:.2f})"
             f", steer {res['steer_sim_ft']:.3f} vs {res['unsteered_sim_ft']:.3f}, id {res['id_adl']:.2f}, "
             f"dce {res['dce_ft']:+.3f}/{res['dce_base']:+.3f}"
         )

@@ -102,7 +102,8 @@ def pretrain(world, cfg: Cfg, seed: int):
 
 
 def align(base, kind: str, align_data: _Data, harm_data: _Data, cfg: Cfg, seed: int, lam: float = 0.0):
-    """Alignment stage: 'sft', 'booster' (constant lambda), 'antibody' or 'antibody_nol2' (lambda_2 = 0)."""
+    """Alignment stage: 'sft', 'booster' (constant lambda), 'antibody' or 'antibody_nol2' (lambda_2 = 0); Antibody uses
+    ``cfg.eta_lambda``. Returns the model and the lambda_t of every step."""
     model = _clone(base)
     torch.manual_seed(seed)
     opt = _opt(model, cfg.align_lr, cfg.weight_decay)
@@ -125,9 +126,11 @@ def align(base, kind: str, align_data: _Data, harm_data: _Data, cfg: Cfg, seed: 
 
 
 def finetune(aligned, kind: str, user: _Data, align_data: _Data, cfg: Cfg, seed: int, hp: float = 0.0):
-    """Fine-tuning stage on user data: 'sft', 'lisa' (hp = rho), 'weighted' (hp = tau) or 'random_w' (the weights
-    of 'weighted' permuted at random within each batch: same distribution, no link to the sample). Returns the model
-    and, for the weighted kinds, the per-step mean weight (x batch size) of harmful and benign samples."""
+    """Fine-tuning stage on user data: 'sft', 'lisa' (hp = rho), 'weighted' (hp = tau), 'random_w' (the weights
+    of 'weighted' permuted at random within each batch: same distribution, no link to the sample) or 'oracle' (the
+    harmful samples removed by their labels: weight 0, the benign ones uniform; a step whose batch is all harmful
+    changes nothing; the ceiling of any fine-tuning-stage filter). Returns the model and, for the weighted kinds, the
+    per-step mean weight (x batch size) of harmful and benign samples."""
     model = _clone(aligned)
     torch.manual_seed(seed)
     steps = cfg.ft_epochs * (user.n // cfg.bs)
@@ -139,16 +142,22 @@ def finetune(aligned, kind: str, user: _Data, align_data: _Data, cfg: Cfg, seed:
         a_steps = max(1, round(cfg.lisa_align_share * cfg.lisa_cycle * steps))
         lisa = Lisa(model, hp, a_steps, max(1, round(cfg.lisa_cycle * steps) - a_steps), int(0.1 * steps))
         s_align = _Stream(align_data, cfg.bs, seed + 5)
-    trace = []
+    trace, used = [], 0
     for t in range(steps):
         if lisa is not None:
             status = lisa.next_status(model)
             main = (s_align if status == Lisa.ALIGN else stream).next()[0]
+            used += cfg.bs if status != Lisa.ALIGN else 0
             g = lisa.gradient(model, main)
         else:
             main, ref, flag = stream.next()
+            used += len(flag)
             if kind == "sft":
                 g = gradients(model, main)[1]
+            elif kind == "oracle":
+                if flag.all():  # nothing benign in the batch: no update (no weight decay either); a step of the budget
+                    continue
+                g = weighted_finetune_gradient(model, main, (~flag).float() / (~flag).sum())[0]
             else:
                 w, _ = likelihood_ratio_weights(model, main, ref, hp)
                 if kind == "random_w":
@@ -158,6 +167,7 @@ def finetune(aligned, kind: str, user: _Data, align_data: _Data, cfg: Cfg, seed:
                 trace.append((float(bw[flag].mean()) if flag.any() else math.nan,
                               float(bw[~flag].mean()) if (~flag).any() else math.nan))  # fmt: skip
         _update(model, opt, g, lr_scale=min(1.0, (t + 1) / warm), base_lr=cfg.ft_lr)
+    model.budget = {"steps": steps, "user_examples": used}  # measured: the budget-parity gate reads them
     return model, trace
 
 
@@ -229,8 +239,25 @@ def run(cfg: Cfg, seed: int, ctx) -> dict[str, float]:
     m["aligned_harm_nll"], m["aligned_hp"] = ev["harm_nll"], ev["hp"]
     ctx.log(f"seed {seed}: aligned HS {ev['hs']:.1f} refuse {ev['refuse']:.1f} ({time.perf_counter() - t0:.0f}s)")
 
-    # ---- tuning on validation at the tuning ratio, one rule for every method: max FA - HS ----
-    p0, tuned, models, lambdas = cfg.tune_ratio, {}, {"booster": {}, "antibody": {}}, {}
+    # ---- the attack's strength, calibrated once on the baseline: the fine-tuning lr at which plain SFT (SFT
+    # alignment, SFT fine-tuning) reaches the paper's SFT harmful score on validation at the tuning ratio ----
+    p0 = cfg.tune_ratio
+    if cfg.calibrate_attack:
+
+        def attack_val(lr):
+            model, _ = finetune(aligned["sft"], "sft", users[p0], align_data, replace(cfg, ft_lr=lr), seed)
+            ev = evaluate(model, world, sets, "val")
+            return -abs(ev["hp"] - cfg.attack_target_hp), ev
+
+        g = tune_on_grid(attack_val, cfg.attack_lr_grid, max_extensions=cfg.max_ext)
+        cfg = replace(cfg, ft_lr=g.best)
+        m.update(attack_lr=g.best, attack_hp_val=g.payload["hp"], attack_fa_val=g.payload["fa"],
+                 attack_lr_at_edge=float(g.at_edge))  # fmt: skip
+        ctx.log(f"seed {seed}: attack lr {g.best:g} (val SFT HP {g.payload['hp']:.1f}, FA {g.payload['fa']:.1f})")
+    m["ft_lr"] = cfg.ft_lr
+
+    # ---- tuning on validation at the tuning ratio, one rule for every method: max FA - HP ----
+    tuned, models, lambdas = {}, {"booster": {}, "antibody": {}}, {}
 
     def ft_val(al, kind, hp):
         model, _ = finetune(al, kind, users[p0], align_data, cfg, seed, hp)
@@ -258,10 +285,15 @@ def run(cfg: Cfg, seed: int, ctx) -> dict[str, float]:
         m[f"tuned_{k}"], m[f"tuned_{k}_at_edge"] = r.best, float(r.at_edge)
     c_eta = replace(cfg, eta_lambda=tuned["eta"])
     aligned["antibody_nol2"] = align(base, "antibody_nol2", align_data, harm_data, c_eta, seed)[0]
+    # the paper's eta (5): lambda_t = EMA(max(eta - cos, 0)) stays within eta +- 1 (|cos| <= 1)
+    aligned["antibody_paper_eta"], lam5 = align(base, "antibody", align_data, harm_data,
+                                                replace(cfg, eta_lambda=cfg.paper_eta), seed)  # fmt: skip
+    m["lambda_paper_eta_min"], m["lambda_paper_eta_max"] = float(np.min(lam5)), float(np.max(lam5))
+    m["lambda_paper_eta_mean"] = float(np.mean(lam5))
     ctx.log(f"seed {seed}: tuned {tuned} ({time.perf_counter() - t0:.0f}s)")
 
     # ---- the arms at every harmful ratio ----
-    hp = {"sft": 0.0, "lisa": tuned["lisa"], "weighted": tuned["tau"], "random_w": tuned["tau"]}
+    hp = {"sft": 0.0, "lisa": tuned["lisa"], "weighted": tuned["tau"], "random_w": tuned["tau"], "oracle": 0.0}
     traces = {}
     for p in cfg.ratios:
         for arm, (al_kind, ft_kind) in ARMS.items():
@@ -270,6 +302,8 @@ def run(cfg: Cfg, seed: int, ctx) -> dict[str, float]:
             tag = f"p{round(100 * p)}"
             m[f"hs_{arm}_{tag}"], m[f"hp_{arm}_{tag}"], m[f"fa_{arm}_{tag}"] = ev["hs"], ev["hp"], ev["fa"]
             m[f"fa_task_a_{arm}_{tag}"], m[f"harm_nll_{arm}_{tag}"] = ev["fa_task_a"], ev["harm_nll"]
+            m[f"ft_steps_{arm}_{tag}"] = float(model.budget["steps"])
+            m[f"user_examples_{arm}_{tag}"] = float(model.budget["user_examples"])
             if trace:
                 tr = np.array(trace)
                 traces[f"{arm}_{tag}"] = tr.tolist()
@@ -283,6 +317,12 @@ def run(cfg: Cfg, seed: int, ctx) -> dict[str, float]:
             if vals:
                 m[f"{key}_{arm}"] = float(np.mean(vals))
     m["fa_drop_antibody"] = m["fa_sft"] - m["fa_antibody"]
+    # credit of each stage: the harmful-score reduction from SFT of each stage alone and of both
+    m["credit_stage1"] = m["hp_sft"] - m["hp_ab_no_weight"]
+    m["credit_stage2"] = m["hp_sft"] - m["hp_ab_no_flat"]
+    m["credit_both"] = m["hp_sft"] - m["hp_antibody"]
+    steps = [m[k] for k in m if k.startswith("ft_steps_")]  # every arm's optimizer steps at every ratio (measured)
+    m["ft_steps_ratio"] = max(steps) / min(steps)
     m["w_gap_antibody"] = m["w_benign_antibody"] - m["w_harm_antibody"]
     m["w_gap_random_w"] = m["w_benign_random_w"] - m["w_harm_random_w"]
     m["seconds"] = time.perf_counter() - t0

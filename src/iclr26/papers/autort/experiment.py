@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import time
 
 import numpy as np
@@ -34,15 +35,19 @@ def _asr(world: RedTeamWorld, split: str):
 
 def _evaluate(world: RedTeamWorld, cfg: Cfg, pool, final) -> dict[str, float]:
     """ASR_tst (Eq. 6) on test and validation behaviours and SeD of the top-k (ranked by training ASR) among the pool
-    (strategies that broke the target during the run) and the final generator's samples; the pool's diversity."""
+    (strategies that broke the target during the run) and the final generator's samples; the share of the top-k that
+    are pool strategies (a top-k filled with untested samples measures failure, not diversity); the pool's diversity
+    and the hidden keys it holds."""
     test, top = asr_top_k(list(pool) + list(final), _asr(world, "train"), _asr(world, "test"), cfg.top_k)
     val, _ = asr_top_k(list(pool) + list(final), _asr(world, "train"), _asr(world, "val"), cfg.top_k)
     n = world.cfg.n_prims
     uniq = sorted({frozenset(s) for s in pool}, key=sorted)
+    found = set(uniq)
     return {
         "asr": test,
         "val": val,
         "sed": semantic_diversity(np.stack([multi_hot(s, n) for s in top])) if top else 1.0,
+        "topk_working": sum(s in found for s in top) / cfg.top_k,
         "pool_sed": semantic_diversity(np.stack([multi_hot(s, n) for s in uniq])) if uniq else 1.0,
         "keys": float(len({k for s in uniq for k in world.keys_in(mask_of(s))})),
     }
@@ -53,12 +58,25 @@ def _policy(world: RedTeamWorld, seed: int) -> StrategyPolicy:
     return StrategyPolicy(world.cfg.n_prims, world.cfg.max_len)
 
 
-def _lm_policy(world: RedTeamWorld, cfg: Cfg, seed: int) -> LMStrategyPolicy:
-    """AUTO-RT's generator as an HF causal LM: a randomly initialised 2-layer llama whose vocabulary is the
-    primitives, the end token and a BOS prompt (the same untrained generator for every lr of a seed)."""
+_MODELS: dict = {}
+
+
+def _lm_policy(world: RedTeamWorld, cfg: Cfg, seed: int, model_name: str | None = None) -> LMStrategyPolicy:
+    """AUTO-RT's generator as an HF causal LM. Default: a randomly initialised 2-layer llama whose vocabulary is the
+    primitives, the end token and a BOS prompt (the same untrained generator for every lr of a seed). With
+    ``model_name`` (``--model``): that pretrained LM (a fresh copy per run), its primitive words chosen from its
+    tokenizer (`LMStrategyPolicy.from_tokenizer`)."""
     n = world.cfg.n_prims
-    model = tiny_model("llama", seed=2000 + seed, vocab_size=n + 2, d_model=cfg.lm_width, n_layers=2, max_len=16)
-    return LMStrategyPolicy(model, n, world.cfg.max_len, prompt_ids=[n + 1])
+    if model_name is None:
+        model = tiny_model("llama", seed=2000 + seed, vocab_size=n + 2, d_model=cfg.lm_width, n_layers=2, max_len=16)
+        return LMStrategyPolicy(model, n, world.cfg.max_len, prompt_ids=[n + 1])
+    if model_name not in _MODELS:
+        from iclr26.lm.loading import load_model
+
+        _MODELS.clear()
+        _MODELS[model_name] = load_model(model_name)
+    model, tok = _MODELS[model_name]
+    return LMStrategyPolicy.from_tokenizer(copy.deepcopy(model), tok, n, world.cfg.max_len)
 
 
 def _sample(policy, n: int, gen, temperature: float = 1.0) -> list[tuple[int, ...]]:
@@ -72,7 +90,8 @@ def _sampling_arm(world, cfg: Cfg, policy, seed: int, temperature: float = 1.0) 
     intents = rng.choice(world.splits["train"], len(strategies))
     pool = [s for s, a in zip(strategies, intents) if world.success(int(a), mask_of(s))]
     res = _evaluate(world, cfg, pool, _sample(policy, cfg.final_samples, gen, temperature))
-    return res | {"samples": float(len(strategies)), "pool": float(len({frozenset(s) for s in pool}))}
+    n = float(len(strategies))  # one target query each, no downgrade model
+    return res | {"samples": n, "pool": float(len({frozenset(s) for s in pool})), "queries": n, "target_queries": n}
 
 
 def _seed_strategies(world: RedTeamWorld, cfg: Cfg, seed: int) -> list[tuple[int, ...]]:
@@ -91,23 +110,26 @@ def _seed_strategies(world: RedTeamWorld, cfg: Cfg, seed: int) -> list[tuple[int
     return out
 
 
-def _rl_arm(world, cfg: Cfg, seed: int, lr: float, dsp: bool, prt, lm: bool = False) -> dict:
+def _rl_arm(world, cfg: Cfg, seed: int, lr: float, dsp: bool, prt, lm: bool = False, model=None, budget=None):
     env = RedTeamEnv(world, "train", downgrade=prt)
     acfg = AutoRTConfig(
         use_dsp=dsp,
         use_prt=prt is not None,
-        target_budget=cfg.budget,
+        target_budget=budget or cfg.budget,
+        count_downgrade_queries=cfg.count_downgrade,
         lr=lr,
         seed=seed,
         max_samples_factor=cfg.max_samples_factor,
     )
-    trainer = AutoRT(_lm_policy(world, cfg, seed) if lm else _policy(world, seed), env, acfg)
+    trainer = AutoRT(_lm_policy(world, cfg, seed, model) if lm else _policy(world, seed), env, acfg)
     trainer.train()
     gen = torch.Generator().manual_seed(seed + 77)
     res = _evaluate(world, cfg, trainer.pool, _sample(trainer.policy, cfg.final_samples, gen))
     return res | {
         "samples": float(trainer.samples),
         "pool": float(len({frozenset(s) for s in trainer.pool})),
+        "queries": float(trainer.queries),
+        "target_queries": float(env.target_queries),
         "pruned_div": float(trainer.pruner.pruned["diversity"]),
         "pruned_cons": float(trainer.pruner.pruned["consistency"]),
     }
@@ -175,16 +197,20 @@ def _run(cfg: Cfg, seed: int, ctx) -> dict[str, float]:
         hps[arm], results[arm] = _tuned(
             f"{arm} lr", lambda lr, d=dsp, p=prt: _rl_arm(world, cfg, seed, lr, d, p), cfg.lr_grid, cfg, ctx
         )
-    if cfg.lm_generator:  # the same AUTO-RT, its generator an HF causal LM; tuned by the same rule
+    if cfg.lm_generator:  # the same AUTO-RT, its generator an HF causal LM (--model: yours); the same tuning rule
+        name = getattr(ctx, "model", None)
+        grid = cfg.model_lr_grid if name else cfg.lr_grid
         hps["autort_lm"], results["autort_lm"] = _tuned(
-            "autort_lm lr", lambda lr: _rl_arm(world, cfg, seed, lr, True, k_fir, lm=True), cfg.lr_grid, cfg, ctx
+            "autort_lm lr", lambda lr: _rl_arm(world, cfg, seed, lr, True, k_fir, lm=True, model=name), grid, cfg, ctx
         )
     for arm, r in results.items():
         for key, v in r.items():
             m[f"{arm}_{key}"] = v
         m[f"{arm}_hp"] = hps[arm]
+    use = [m[f"{a}_queries"] / cfg.budget for a in results]
+    m["budget_use_min"], m["budget_use_max"] = min(use), max(use)
 
-    if cfg.fir_sweep:  # RL+PRT with every downgrade model, at RL+PRT's tuned learning rate
+    if cfg.fir_sweep:  # RL+PRT with every downgrade model, at RL+PRT's tuned learning rate (reported)
         per_k = {k_fir: results["rl_prt"]["asr"]}
         for k in range(1, world.n_downgrades + 1):
             if k != k_fir:
@@ -193,8 +219,16 @@ def _run(cfg: Cfg, seed: int, ctx) -> dict[str, float]:
         m["prt_kmean_asr"] = float(np.mean(list(per_k.values())))
         m["best_k"] = float(max(per_k, key=per_k.get))
         m["fir_regret"] = max(per_k.values()) - per_k[k_fir]
-        m["prt_next_asr"] = per_k[min(k_fir + 1, world.n_downgrades)]
-    m["prt_unrelated_asr"] = _rl_arm(world, cfg, seed, hps["rl_prt"], False, "unrelated")["asr"]
+    unrelated = _rl_arm(world, cfg, seed, hps["rl_prt"], False, "unrelated")
+    m["prt_unrelated_asr"], m["prt_unrelated_queries"] = unrelated["asr"], unrelated["queries"]
+
+    if cfg.div_budget:  # diversity at a budget where plain RL succeeds, at each arm's tuned lr
+        big = {"rl": (False, None), "rl_prt": (False, k_fir), "autort": (True, k_fir)}
+        for arm, (dsp, prt) in big.items():
+            r = _rl_arm(world, cfg, seed, hps[arm], dsp, prt, budget=cfg.div_budget)
+            m.update({f"{arm}_{k}_big": v for k, v in r.items() if k != "val"})
+        use = [m[f"{a}_queries_big"] / cfg.div_budget for a in big]
+        m["budget_use_big_min"], m["budget_use_big_max"] = min(use), max(use)
     ctx.log(
         f"seed {seed}: oracle {m['oracle_asr']:.3f}; FIR {[round(f, 3) for f in firs]} -> M{k_fir}; ASR_tst "
         + ", ".join(f"{a} {results[a]['asr']:.3f}" for a in results)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 
 import numpy as np
 from tqdm.auto import tqdm
@@ -11,7 +12,7 @@ from iclr26.agents.bed_llm.world_preferences import PreferenceWorld
 from iclr26.agents.bed_llm.world_twenty_questions import TwentyQuestionsConfig, TwentyQuestionsWorld
 
 from ...agents.bed_llm import BEDAgent, BEDConfig, NaiveQuestioner, play
-from . import Cfg
+from . import PREF_ARMS, Cfg
 from .simulated import ExactBelief, TableAnswerModel, TableProposer, TableSampler
 
 
@@ -27,34 +28,26 @@ class _Parts:
         self.guess = (lambda h: n_open + int(h)) if n_open < p_yes.shape[1] else None
 
     def agent(self, arm: str, tau: float = 0.5, g: float = 0.5, c: float = 0.5):
+        """One arm; a name ending in "_coherent" is that arm with the coherent sampler (forget = 0)."""
         cfg = self.cfg
+        sampler = self.sampler
+        if arm.endswith("_coherent"):
+            arm, sampler = arm[: -len("_coherent")], self.coherent
         base = dict(n_hypotheses=cfg.n_hypotheses, n_candidates=cfg.n_candidates, refill_rounds=cfg.refill_rounds)
         bc = BEDConfig(filter_threshold=tau, guess_threshold=g, **base)
         sel = {"bed": "eig", "entropy": "entropy", "random": "random"}
         if arm in sel:
-            return BEDAgent(
-                self.sampler, self.am, self.proposer, _rep(bc, selection=sel[arm]), guess_question=self.guess
-            )
+            return BEDAgent(sampler, self.am, self.proposer, _rep(bc, selection=sel[arm]), guess_question=self.guess)
         if arm == "noflt":
-            return BEDAgent(
-                self.sampler, self.am, self.proposer, _rep(bc, belief="in_context"), guess_question=self.guess
-            )
+            return BEDAgent(sampler, self.am, self.proposer, _rep(bc, belief="in_context"), guess_question=self.guess)
         if arm == "naive":
-            return NaiveQuestioner(self.sampler, self.am, self.proposer, self.guess, c,
-                                   cfg.n_hypotheses, cfg.n_candidates)  # fmt: skip
+            return NaiveQuestioner(sampler, self.am, self.proposer, self.guess, c, cfg.n_hypotheses, cfg.n_candidates)
         if arm == "blind":
-            return BEDAgent(
-                self.sampler, TableAnswerModel(self.am.table, blind=True), self.proposer, bc, guess_question=self.guess
-            )  # noqa: E501
-        if arm == "bed_coherent":
-            return BEDAgent(self.coherent, self.am, self.proposer, bc, guess_question=self.guess)
-        if arm == "noflt_coherent":
-            return BEDAgent(
-                self.coherent, self.am, self.proposer, _rep(bc, belief="in_context"), guess_question=self.guess
-            )  # noqa: E501
+            blind = TableAnswerModel(self.am.table, blind=True)
+            return BEDAgent(sampler, blind, self.proposer, bc, guess_question=self.guess)
         if arm == "bed_uncond":
             prop = TableProposer(self.am.table, self.n_open, cfg.n_guesses, conditional=False)
-            return BEDAgent(self.sampler, self.am, prop, bc, guess_question=self.guess)
+            return BEDAgent(sampler, self.am, prop, bc, guess_question=self.guess)
         if arm == "oracle":
             a = BEDAgent(self.coherent, self.am, self.proposer, bc, guess_question=self.guess)
             a.belief = ExactBelief(self.p_yes)
@@ -63,8 +56,6 @@ class _Parts:
 
 
 def _rep(c, **kw):
-    from dataclasses import replace
-
     return replace(c, **kw)
 
 
@@ -120,12 +111,13 @@ def _twenty_questions(cfg: Cfg, seed: int, ctx, m: dict) -> None:
         return float(np.mean(won <= T) + 1e-3 * np.mean(T + 1 - won))  # success, ties broken by speed
 
     grid_tg = [dict(tau=a, g=b) for a in cfg.tau_grid for b in cfg.guess_grid]
+    grid_g, grid_c = [dict(g=b) for b in cfg.guess_grid], [dict(c=c) for c in cfg.naive_grid]
+    tuned = {"bed": grid_tg, "entropy": grid_tg, "random": grid_tg, "noflt": grid_g, "naive": grid_c,
+             "entropy_coherent": grid_tg, "random_coherent": grid_tg, "naive_coherent": grid_c}  # fmt: skip
     knobs = {}
-    for arm in tqdm(("bed", "entropy", "random"), desc="bed-llm tune", disable=ctx.quiet):
-        knobs[arm] = _tune(lambda arm=arm, **k: val(arm, **k), grid_tg, ctx, arm)
-    knobs["noflt"] = _tune(lambda **k: val("noflt", **k), [dict(g=b) for b in cfg.guess_grid], ctx, "noflt")
-    knobs["naive"] = _tune(lambda **k: val("naive", **k), [dict(c=c) for c in cfg.naive_grid], ctx, "naive")
-    for arm in ("blind", "bed_coherent", "bed_uncond", "oracle"):
+    for arm in tqdm([a for a in tuned if a in cfg.arms], desc="bed-llm tune", disable=ctx.quiet):
+        knobs[arm] = _tune(lambda arm=arm, **k: val(arm, **k), tuned[arm], ctx, arm)
+    for arm in ("blind", "bed_coherent", "bed_uncond", "oracle"):  # controls and ablations: BED-LLM's knobs
         knobs[arm] = knobs["bed"]
     knobs["noflt_coherent"] = knobs["noflt"]
     curves = {}
@@ -140,8 +132,23 @@ def _twenty_questions(cfg: Cfg, seed: int, ctx, m: dict) -> None:
             m[f"knob_{key}_{arm}"] = v
     m["filter_gain"] = m["success_bed"] - m["success_noflt"]
     m["filter_gain_coherent"] = m["success_bed_coherent"] - m["success_noflt_coherent"]
+    # the n_vague sweep: the same seed's world with another number of subjective attributes, each arm with its knobs
+    # from the main world (tuned at n_vague = cfg.n_vague), so only the world changes along the curve
+    for nv in cfg.vague_sweep:
+        wv = TwentyQuestionsWorld(replace(wc, n_vague=nv), seed=seed)
+        pv = _Parts(wv.p_yes, wv.first_identity, cfg, seed)
+        tv = wv.sample_targets(cfg.n_games, seed)
+        for arm in ("bed", "entropy", "random"):
+            won = _games(pv, pv.agent(arm, **knobs[arm]), tv, wv.p_yes, T, seed)
+            m[f"success_{arm}_v{nv}"] = float(np.mean(won <= T))
+        m[f"gap_bed_entropy_v{nv}"] = m[f"success_bed_v{nv}"] - m[f"success_entropy_v{nv}"]
+    m[f"gap_bed_entropy_v{cfg.n_vague}"] = m["success_bed"] - m["success_entropy"]
     ctx.save_artifact(f"curves_seed{seed}", curves)
     ctx.log(f"20Q success@{T}: " + str({a: round(m[f"success_{a}"], 3) for a in cfg.arms}))
+    ctx.log(
+        "n_vague sweep, BED-LLM − entropy: "
+        + str({nv: round(m[f"gap_bed_entropy_v{nv}"], 3) for nv in sorted((*cfg.vague_sweep, cfg.n_vague))})
+    )
 
 
 def _preference(cfg: Cfg, seed: int, ctx, m: dict) -> None:
@@ -156,20 +163,22 @@ def _preference(cfg: Cfg, seed: int, ctx, m: dict) -> None:
             for t in range(cfg.pref_turns):
                 q = agent.next_question()
                 agent.observe(q, world.answer(u, q, rng))
-                hyps = (
-                    agent.hypotheses
-                    if hasattr(agent, "belief")
-                    else parts.sampler.sample(agent.history, cfg.n_hypotheses, rng)
-                )  # noqa: E501
-                out[i, t] = world.hit_rate(world.pool[np.asarray(hyps, dtype=int)].mean(0), u, cfg.pref_k)
+                if hasattr(agent, "belief"):  # the belief-weighted mean profile (uniform but for the oracle)
+                    hyps, w = np.asarray(agent.hypotheses, dtype=int), agent.weights
+                else:
+                    hyps = np.asarray(parts.sampler.sample(agent.history, cfg.n_hypotheses, rng), dtype=int)
+                    w = np.ones(len(hyps))
+                out[i, t] = world.hit_rate(np.average(world.pool[hyps], axis=0, weights=w), u, cfg.pref_k)
         return out
 
     val_u, test_u = world.sample_users(cfg.pref_val_users, seed + 1000), world.sample_users(cfg.pref_users, seed)
-    knobs = {a: _tune(lambda a=a, **k: hits(a, val_u, seed + 1000, **k)[:, -1].mean(), [dict(tau=t) for t in cfg.pref_tau_grid], ctx, f"pref {a}")  # noqa: E501
+    grid = [dict(tau=t) for t in cfg.pref_tau_grid]
+    knobs = {a: _tune(lambda a=a, **k: hits(a, val_u, seed + 1000, **k)[:, -1].mean(), grid, ctx, f"pref {a}")
              for a in ("bed", "entropy", "random")}  # fmt: skip
     knobs.update(noflt={}, naive=dict(c=1.0))  # no knob: in-context belief; naive never "guesses" a user
+    knobs.update(blind=knobs["bed"], oracle=knobs["bed"])
     curves = {}
-    for arm in tqdm(("bed", "entropy", "random", "noflt", "naive"), desc="bed-llm pref", disable=ctx.quiet):
+    for arm in tqdm(PREF_ARMS, desc="bed-llm pref", disable=ctx.quiet):
         h = hits(arm, test_u, seed, **knobs[arm])
         curves[arm] = h.mean(0).tolist()
         m[f"hit_{arm}"] = curves[arm][-1]
@@ -180,15 +189,14 @@ def _preference(cfg: Cfg, seed: int, ctx, m: dict) -> None:
 
 
 _REAL_CACHE: dict = {}
-# two solved examples before each question (animals outside the game's list), encoded once as a shared prefix
-FEW_SHOT = "Question: Is a hamster a bird?\nAnswer: No\nQuestion: Can a sparrow fly?\nAnswer: Yes\n"
 
 
 def _real_table(cfg: Cfg, ctx) -> tuple[np.ndarray, np.ndarray, float]:
-    """The LM's p(yes | animal, question) [A, Q], the written truth [A, Q], and the seconds the scoring took."""
+    """The LM's p(yes | animal, question) [A, Q] with the library's default prompt (`HFAnswerModel`: two solved
+    examples as a KV-cached prefix, the question asked about the named animal), the written truth, and the seconds."""
     key = ctx.model or cfg.real_model
     if key not in _REAL_CACHE:
-        from iclr26.agents.bed_llm.world_twenty_questions_real import ANIMALS, QUESTIONS, about, truth
+        from iclr26.agents.bed_llm.world_twenty_questions_real import ANIMALS, QUESTIONS, truth
 
         from ...agents.bed_llm.hf import HFAnswerModel
         from ...core.threads import torch_threads
@@ -196,26 +204,19 @@ def _real_table(cfg: Cfg, ctx) -> tuple[np.ndarray, np.ndarray, float]:
 
         t0 = time.perf_counter()
         model, tok = zoo.load(key)
-        am = HFAnswerModel(
-            model, tok, chat=False, prefix=FEW_SHOT, render=lambda a, q: f"Question: {about(a, q)}\nAnswer:"
-        )
         with torch_threads():
-            p = am.probs(list(ANIMALS), list(QUESTIONS))[..., 1]
+            p = HFAnswerModel(model, tok).probs(list(ANIMALS), list(QUESTIONS))[..., 1]
         _REAL_CACHE[key] = (p, truth(), time.perf_counter() - t0)
     return _REAL_CACHE[key]
-
-
-def _calibrate(p: np.ndarray) -> np.ndarray:
-    """Contextual calibration over the closed hypothesis set: centre each question's logit over the animals."""
-    logit = np.log(np.clip(p, 1e-6, 1 - 1e-6) / np.clip(1 - p, 1e-6, 1 - 1e-6))
-    return 1 / (1 + np.exp(-(logit - logit.mean(0, keepdims=True))))
 
 
 def _real(cfg: Cfg, seed: int, ctx, m: dict) -> None:
     from sklearn.metrics import roc_auc_score
 
+    from ...agents.bed_llm.hf import centre_logits
+
     p_raw, truth, secs = _real_table(cfg, ctx)
-    p = _calibrate(p_raw)
+    p = centre_logits(p_raw)  # the library's calibration over the closed set of 40 animals
     m["real_auc"] = float(roc_auc_score(truth.ravel(), p_raw.ravel()))
     m["real_auc_calibrated"] = float(roc_auc_score(truth.ravel(), p.ravel()))
     m["real_acc_calibrated"] = float(np.mean((p > 0.5) == truth))
@@ -224,23 +225,27 @@ def _real(cfg: Cfg, seed: int, ctx, m: dict) -> None:
     eps = cfg.noise
     answer_p = np.concatenate([np.where(truth == 1, 1 - eps, eps), np.eye(A)], 1)  # the answerer: written truth
     model_p = np.concatenate([p, np.eye(A)], 1)  # the questioner's likelihood: the LM (+ exact "is it θ?")
-    parts = _Parts(model_p, Q, cfg, seed)
     targets = np.random.default_rng([seed, 5]).permutation(np.tile(np.arange(A), cfg.real_rounds))
+
+    def success(table, arm) -> float:
+        parts = _Parts(table, Q, cfg, seed)
+        k = {kk: m[f"knob_{kk}_{arm}"] for kk in ("tau", "g", "c") if f"knob_{kk}_{arm}" in m}
+        return float(np.mean(_games(parts, parts.agent(arm, **k), targets, answer_p, cfg.real_turns, seed)
+                             <= cfg.real_turns))  # fmt: skip
+
     arms = ("bed", "entropy", "random", "noflt", "naive")
     for arm in arms:
-        k = {kk: m[f"knob_{kk}_{arm}"] for kk in ("tau", "g", "c") if f"knob_{kk}_{arm}" in m}
-        won = _games(parts, parts.agent(arm, **k), targets, answer_p, cfg.real_turns, seed)
-        m[f"real_success_{arm}"] = float(np.mean(won <= cfg.real_turns))
-    # the same games with the written truth as the likelihood: what a perfectly informed LM would reach
-    oracle = _Parts(answer_p, Q, cfg, seed)
-    k = {kk: m[f"knob_{kk}_bed"] for kk in ("tau", "g")}
-    m["real_success_bed_truth"] = float(
-        np.mean(_games(oracle, oracle.agent("bed", **k), targets, answer_p, cfg.real_turns, seed) <= cfg.real_turns)
-    )
+        m[f"real_success_{arm}"] = success(model_p, arm)
+    # the same games with the written truth as the likelihood: what a perfectly informed LM would reach (headroom)
+    m["real_success_bed_truth"] = success(answer_p, "bed")
+    # negative control: SmolLM2's rows given to the wrong animals (same answer marginals, no knowledge of the animal)
+    perm = np.random.default_rng([seed, 9]).permutation(A)
+    m["real_success_bed_shuffled"] = success(np.concatenate([p[perm], np.eye(A)], 1), "bed")
     succ = {a: round(m[f"real_success_{a}"], 3) for a in arms}
     ctx.log(
         f"real ({ctx.model or cfg.real_model}): AUC {m['real_auc']:.3f} (calibrated {m['real_auc_calibrated']:.3f}); "
-        f"success {succ}; with the written truth as likelihood {m['real_success_bed_truth']:.3f}"
+        f"success {succ}; written truth as likelihood {m['real_success_bed_truth']:.3f}; "
+        f"shuffled rows {m['real_success_bed_shuffled']:.3f}"
     )
 
 

@@ -21,6 +21,8 @@ from iclr26.compression.mbok import (
     boolean_layers,
     distill,
     fake_quantize_model,
+    layer_errors,
+    mean_errors,
     quantizable_linears,
     quantize_model,
     save_packed,
@@ -32,7 +34,7 @@ from iclr26.lm.tiny import tiny_model
 from iclr26.lm.train import encode_stream
 from iclr26.worlds.text import load_domain, test_split, train_split
 
-from . import VERSION, Cfg
+from . import BUDGET_VARIANTS, VERSION, Cfg
 from .finetune import makers, perplexity, text_blocks, tiny_spec, tuned_lrs
 
 
@@ -93,15 +95,22 @@ def _tiny(cfg: Cfg, seed: int, ctx, m: dict) -> None:
     fit("k3", "mbok3_ft", m["eta_last"])  # K = 3 reuses the η picked for K = 2 (saves a grid; stated in the docs)
     m["ratio_mbok3_ft_fp"] = m["ppl_mbok3_ft"] / m["ppl_fp"]
     fit("scales", "mbok2_scales", m["lr_scales"])
+    m["lr_qat2"] = lrs["qat2"]["lr"]
+    fit("qat2", "rtn2_qat", m["lr_qat2"])
     st, info = fit("onebit", "onebit", m["lr_onebit"])
     m["seconds_ft_onebit"] = info["seconds"]
     mem = info["memory"]
     m["optstate_bpw_onebit"] = (mem["fp_state"] + mem["boolean_state"] + mem["latent"]) / n_w
     m["optstate_ratio"] = m["optstate_bpw_mbok"] / m["optstate_bpw_onebit"]
+    # the finetuning budget: optimizer steps run by each distilled variant relative to MBOK K = 2's (equal caps, no
+    # early stop before the cap: min_frac = 1)
+    ratios = [m[f"steps_run_{key}"] / m["steps_run_mbok2_ft"] for key in BUDGET_VARIANTS]
+    m["budget_ratio_min"], m["budget_ratio_max"] = min(ratios), max(ratios)
     ctx.log(
         f"tiny finetuned: K=2 last {m['ppl_mbok2_ft']:.2f} (flip rate {m['flip_rate_last']:.1e}), all "
         f"{m['ppl_mbok2_ft_all']:.2f}, scalings only {m['ppl_mbok2_scales']:.2f}, K=3 {m['ppl_mbok3_ft']:.2f} "
-        f"(FP {m['ppl_fp']:.2f}), OneBit {m['ppl_onebit']:.2f}; optimiser bytes/weight MBOK "
+        f"(FP {m['ppl_fp']:.2f}), OneBit {m['ppl_onebit']:.2f}, RTN-2 + QAT {m['ppl_rtn2_qat']:.2f}; optimiser "
+        "bytes/weight MBOK "
         f"{m['optstate_bpw_mbok']:.2f} vs OneBit {m['optstate_bpw_onebit']:.2f}"
     )
 
@@ -140,15 +149,22 @@ def _real_compute(cfg: Cfg, ctx, name: str) -> dict:
         return out
 
     m["real_ppl_fp"] = timed("eval fp", lambda: perplexity(model, test, batch_size=4))
+    probe = test[:2]  # the FP model's inputs to every layer on these blocks: the output (activation) error
+
+    def errors(key, q):
+        m[f"real_outerr_{key}"], m[f"real_werr_{key}"] = mean_errors(layer_errors(model, q, probe))
+
     for variant in cfg.real_baselines:
         method, bits = variant[:-1], int(variant[-1])
         q = timed(variant, partial(fake_quantize_model, copy.deepcopy(model), method, bits, 64, calib))
         m[f"real_ppl_{variant}"] = perplexity(q, test, batch_size=4)
+        errors(variant, q)
         del q
     students = {}
     for k in (1, 2, 3):
         students[k] = timed(f"mbok{k}", partial(quantize_model, copy.deepcopy(model), k=k))
         m[f"real_ppl_mbok{k}"] = perplexity(students[k], test, batch_size=4)
+        errors(f"mbok{k}", students[k])
     # diagnosis: the layers whose inputs carry the largest ("massive") activations, kept in FP
     peaks = _input_peaks(model, calib[:2])
     worst = sorted(peaks, key=peaks.get, reverse=True)[: cfg.real_skip_layers]
@@ -162,9 +178,20 @@ def _real_compute(cfg: Cfg, ctx, name: str) -> dict:
     with tempfile.TemporaryDirectory() as d:
         for k in (2, 3):
             m[f"real_bpw_mbok{k}"] = bits_per_weight(students[k], Path(d) / f"k{k}.safetensors")
-        model.save_pretrained(Path(d) / "fp", safe_serialization=True)
-        m["real_file_mb_fp"] = sum(p.stat().st_size for p in (Path(d) / "fp").glob("*.safetensors")) / 2**20
-        m["real_file_mb_mbok2"] = save_packed(students[2], Path(d) / "k2-full.safetensors") / 2**20
+        # the whole model against FP16 (embeddings, norms and head stay dense, in FP16 on both sides)
+        from safetensors.torch import save_file
+
+        half = {k: v.detach().half().contiguous() for k, v in model.state_dict().items()}
+        half = {
+            k: v
+            for k, v in half.items()
+            if k != "lm_head.weight" or not getattr(model.config, "tie_word_embeddings", False)
+        }
+        save_file(half, str(Path(d) / "fp16.safetensors"))
+        m["real_file_mb_fp16"] = (Path(d) / "fp16.safetensors").stat().st_size / 2**20
+        m["real_file_mb_mbok2"] = save_packed(students[2], Path(d) / "k2-full.safetensors", scale_dtype=torch.float16,
+                                              dense_dtype=torch.float16) / 2**20  # fmt: skip
+        m["real_size_ratio_fp16_mbok2"] = m["real_file_mb_mbok2"] / m["real_file_mb_fp16"]
     del students[1], students[3]
     ctx.log(
         f"{name} data-free, held-out Wikipedia PPL: FP {m['real_ppl_fp']:.2f}; "
@@ -185,6 +212,9 @@ def _real_compute(cfg: Cfg, ctx, name: str) -> dict:
     m["real_ppl_mbok2_ft"] = perplexity(student, test, batch_size=4)
     for k in [b for b in cfg.real_baselines if b.endswith("2")]:
         m[f"real_logratio_{k}_mbok2"] = math.log(m[f"real_ppl_{k}"] / m["real_ppl_mbok2"])
+    # headroom of the 2-bit setting: the best 2-bit baseline's perplexity relative to FP (log)
+    m["real_best2_logratio_fp"] = min(math.log(m[f"real_ppl_{k}"] / m["real_ppl_fp"])
+                                      for k in cfg.real_baselines if k.endswith("2"))  # fmt: skip
     m["real_ratio_mbok3_fp"] = m["real_ppl_mbok3"] / m["real_ppl_fp"]
     m["real_logratio_mbok2_ft"] = math.log(m["real_ppl_mbok2"] / m["real_ppl_mbok2_ft"])
     ctx.log(

@@ -20,7 +20,7 @@ import time
 
 import torch
 
-from iclr26.compression.mbok import MBOKConfig, distill, onebit_model, quantize_model
+from iclr26.compression.mbok import MBOKConfig, distill, onebit_model, qat_model, quantize_model
 from iclr26.core.locks import cached_json
 from iclr26.core.paths import trained_cache_dir
 from iclr26.core.tuning import tune_on_grid as grid_search
@@ -32,7 +32,8 @@ from . import VERSION, Cfg
 
 TUNE_SEED = 100  # seed of the tuning model; the reproduction's seeds are 0-4
 NOT_KEYS = {"seeds"} | {f.name for f in dataclasses.fields(Cfg) if f.name.startswith("real")}
-GRIDS = {"last": "bool_lr_grid", "all": "bool_lr_grid", "scales": "scale_lr_grid", "onebit": "qat_lr_grid"}
+GRIDS = {"last": "bool_lr_grid", "all": "bool_lr_grid", "scales": "scale_lr_grid", "onebit": "qat_lr_grid",
+         "qat2": "qat_lr_grid"}  # fmt: skip
 
 
 @torch.no_grad()
@@ -80,13 +81,18 @@ def makers(cfg: Cfg, model, train, val, seed: int, progress: bool) -> dict:
     def start(k):
         if k not in starts:
             fresh = copy.deepcopy(model)
-            starts[k] = onebit_model(fresh) if k == "onebit" else quantize_model(fresh, k=k)
+            if k == "onebit":
+                starts[k] = onebit_model(fresh)
+            elif k == "qat2":  # the distilled 2-bit uniform baseline: RTN-2 (group 64) with a latent weight
+                starts[k] = qat_model(fresh, bits=2, group=64)
+            else:
+                starts[k] = quantize_model(fresh, k=k)
         return copy.deepcopy(starts[k])
 
     def make(k, kernels="last", boolean=True):
         def fit(lr):
             student = start(k)
-            if k == "onebit":
+            if k in ("onebit", "qat2"):  # latent-weight QAT: AdamW on every trainable tensor, no bit flips
                 c, boolean_ = dataclasses.replace(base, k=1, fp_lr=lr), False
             else:
                 c = dataclasses.replace(base, k=k, kernels=kernels, boolean_lr=lr if boolean else 0.1,
@@ -101,7 +107,7 @@ def makers(cfg: Cfg, model, train, val, seed: int, progress: bool) -> dict:
         return fit
 
     return {"last": make(2), "all": make(2, "all"), "k3": make(3), "scales": make(2, boolean=False),
-            "onebit": make("onebit")}  # fmt: skip
+            "onebit": make("onebit"), "qat2": make("qat2")}  # fmt: skip
 
 
 def tune_on_grid(name, grid, fit, val, cfg: Cfg, ctx) -> dict:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from iclr26.core.claims import Check, Claim
+from iclr26.core.claims import Check, Claim, fails
 
 
 @dataclass(frozen=True)
@@ -78,10 +78,10 @@ CONFIGS = {
     "full": Cfg(seeds=(0, 1, 2, 3, 4), d=2000, data_budget=2**18, mc_replicates=4, lm_tokens=2**19),
 }
 
-VERSION = 2  # bump when the method or the protocol changes: it enters the run key
+VERSION = 3  # bump when the method or the protocol changes: it enters the run key
 EXPECTED_SECONDS = {  # wall seconds on a 2-core CPU with cached models
     "smoke": 5,  # measured: 4.0 s for the test suite's smoke run (2 seeds, cached models, busy machine)
-    "quick": 120,  # docs/papers/bss-fsl.md: 111 s wall, 109 s CPU, 5 seeds (issue 12 rerun)
+    "quick": 150,  # VERSION 2: 111 s wall, 5 seeds; VERSION 3 adds one LM run per seed (the reversed schedule)
     "full": 2400,  # an estimate, not measured: 4× the data budget and LM tokens, d = 2000, 5 seeds
 }
 ACCEPTS_MODEL = False
@@ -96,6 +96,71 @@ FSL_FROM_STEP = 100  # FSL is a continuous-time law: skip the first steps, where
 _DET = dict(deterministic=True)  # exact risks and FSL quantities do not depend on the seed: decided on their value
 
 CLAIMS = [
+    # --- gates -------------------------------------------------------------------------------------------------
+    Claim(
+        "data-budget",
+        "Budget parity: every compared schedule (constant small and large, early and late switch, the FSL optimum; "
+        "and the LM's five schedules) consumes the same number of samples (spread below 10 %)",
+        checks=tuple(Check(f"{r}_budget_spread", "<", 0.11, 0.01, **_DET) for r in ("easy", "hard", "lm")),
+        role="budget",
+    ),
+    Claim(
+        "switch-matters",
+        "Non-degenerate: on the hard task the switch point changes the exact final risk by more than 2 % across the "
+        "scanned switch fractions",
+        checks=(Check("hard_switch_scan_spread", ">", 0.025, 0.005, **_DET),),
+        role="non-degenerate",
+    ),
+    Claim(
+        "easy-task-control",
+        "Negative control (the phase transition): on the easy task (s ≥ 1 − 1/β) the best switch is not late "
+        "(below 70 % of the data)",
+        checks=(fails(Check("easy_best_switch_fraction", ">", 0.65, 0.05, **_DET)),),
+        role="negative control",
+    ),
+    Claim(
+        "optimum-beats-two-stage",
+        "Positive control: the FSL-optimal schedule, scored by the exact risk, is better than every scanned two-stage "
+        "schedule on both tasks (by more than 2 %), so the optimiser found an optimum worth describing",
+        checks=tuple(Check(f"{r}_opt_rel_best_two_stage", "<", 0.0, 0.02, **_DET) for r in ("easy", "hard")),
+        role="positive control",
+    ),
+    Claim(
+        "gap-at-switch",
+        "Non-degenerate: at the late switch the hard task's loss is more than 10 % above the constant-large run's, "
+        "so there is a gap to catch up",
+        checks=(Check("hard_catchup_gap0_rel", ">", 0.11, 0.01, **_DET),),
+        role="non-degenerate",
+    ),
+    Claim(
+        "fsl-form-can-predict",
+        "Positive control: the mode-sum FSL with the task's true spectrum predicts the switched runs within 10 % "
+        "(the FSL form itself can do what the fitted FSL is asked to do)",
+        checks=tuple(Check(f"{r}_fsl_max_rel_err", "<", 0.11, 0.01, **_DET) for r in ("easy", "hard")),
+        role="positive control",
+    ),
+    Claim(
+        "naive-predictor-control",
+        "Negative control: a predictor without dynamics (the geometric mean of the two constant-batch final risks) "
+        "does not predict the switched runs within 10 %",
+        checks=tuple(fails(Check(f"{r}_naive_max_rel_err", "<", 0.11, 0.01, **_DET)) for r in ("easy", "hard")),
+        role="negative control",
+    ),
+    Claim(
+        "lm-batch-matters",
+        "Non-degenerate: on the tiny LM the four schedules' final excess losses span more than 0.005 nats/token "
+        "(about three times the per-seed spread of one schedule)",
+        checks=(Check("lm_kl_spread", ">", 0.005),),
+        role="non-degenerate",
+    ),
+    Claim(
+        "lm-reversed-control",
+        "Negative control: the late switch reversed (large batches first, small ones last) does not beat "
+        "constant-small, constant-large and the early switch",
+        checks=(fails(Check("lm_reversed_excess", "<", 0.0)),),
+        role="negative control",
+    ),
+    # --- the paper's claims --------------------------------------------------------------------------------------
     Claim(
         "hard-late-switch",
         "For a hard task (s < 1 − 1/β) the best switch from a small to a large batch is late (≥ 70 % of the data), and "
@@ -109,6 +174,7 @@ CLAIMS = [
         ),
         paper="theory (power-law linear regression) and LLM pre-training up to 1.1B params / 1T tokens: late switch "
         "beats constant and early switch in all settings (exact losses not retrieved)",
+        requires=("data-budget", "switch-matters", "easy-task-control"),
     ),
     Claim(
         "optimal-shape",
@@ -120,6 +186,7 @@ CLAIMS = [
             Check("hard_opt_frac_at_bmin", ">", 0.65, 0.05, **_DET),
         ),
         paper="theorem on optimal BSS under a data budget (phase transition at s = 1 − 1/β); constants not retrieved",
+        requires=("data-budget", "optimum-beats-two-stage"),
     ),
     Claim(
         "fast-catch-up",
@@ -133,6 +200,7 @@ CLAIMS = [
         ),
         paper="'sudden drop' then 'final merge' with the large-batch curve in LLM pre-training; catch-up speed set by "
         "task difficulty",
+        requires=("gap-at-switch",),
     ),
     Claim(
         "fsl-predicts-switch",
@@ -143,6 +211,7 @@ CLAIMS = [
             Check("hard_fitfsl_max_rel_err", "<", 0.11, 0.01, **_DET),
         ),
         paper="FSL fits and predicts LLM loss curves (Li et al. 2025a); accuracy for BSS not retrieved",
+        requires=("fsl-form-can-predict", "naive-predictor-control"),
     ),
     Claim(
         "lm-late-switch",
@@ -155,8 +224,10 @@ CLAIMS = [
         ),
         paper="Dense and MoE LLMs up to 1.1B params and 1T tokens: late switch beats all baselines (numbers not "
         "retrieved)",
+        requires=("data-budget", "lm-batch-matters", "lm-reversed-control"),
     ),
 ]
+HEADLINE = "hard-late-switch"
 
 METRICS = {
     **{
@@ -221,6 +292,31 @@ METRICS = {
         f"{r}_late_vs_large_same_steps_rel": f"{r} task: L_late(K)/L_large(K) − 1 at the late switch's last step K"
         for r in ("easy", "hard")
     },
+    **{
+        f"{r}_budget_spread": f"{r} task: (max − min)/max of the samples consumed by the four schedules and the "
+        "FSL optimum"
+        for r in ("easy", "hard")
+    },  # fmt: skip
+    "lm_budget_spread": "tiny LM: (max − min)/max of the tokens consumed by its five schedules",
+    **{
+        f"{r}_switch_scan_spread": f"{r} task: (max − min)/min of the exact final risk over the switch grid"
+        for r in ("easy", "hard")
+    },  # fmt: skip
+    **{
+        f"{r}_opt_rel_best_two_stage": f"{r} task: exact final risk of the FSL optimum / best two-stage − 1"
+        for r in ("easy", "hard")
+    },  # fmt: skip
+    **{f"{r}_catchup_gap0_rel": f"{r} task: (L_late − L_large)/L_large at the switch step" for r in ("easy", "hard")},
+    **{
+        f"{r}_naive_max_rel_err": f"{r} task: max |pred/exact − 1| of the switched runs' final risk for the "
+        "dynamics-free predictor √(L_small · L_large)"
+        for r in ("easy", "hard")
+    },  # fmt: skip
+    **{f"lm_tokens_{n}": f"tiny LM: tokens consumed by schedule {n}" for n in (*SCHEDULES, "reversed")},
+    "lm_kl_reversed": "tiny LM: final excess loss of the reversed late switch (B_large for ρ < 0.8, then B_small)",
+    "lm_kl_spread": "tiny LM: max − min of lm_kl over the four schedules",
+    "lm_reversed_excess": "max over small, large, early of lm_kl_reversed − lm_kl_<schedule> (< 0: the reversed "
+    "control would pass lm-late-switch)",
     "late_data_saving": "1 − D / (K · B_large): data the late switch saves vs constant-large at the same step K",
     **{
         f"lm_kl_{n}": f"tiny LM: population excess loss KL(p_true ‖ model) in nats/token after the token budget, "

@@ -70,6 +70,7 @@ def _exact_part(cfg: Cfg) -> tuple[dict, dict]:
         # switch-point scan
         scan = {rho: risk[rho][-1] for rho in cfg.switch_grid}
         best = min(scan, key=scan.get)
+        metrics[f"{regime}_switch_scan_spread"] = (max(scan.values()) - min(scan.values())) / min(scan.values())
         metrics[f"{regime}_best_switch_fraction"] = best
         metrics[f"{regime}_best_two_stage_exact"] = scan[best]
         cur["scan"] = {str(k): v for k, v in scan.items()}
@@ -85,7 +86,12 @@ def _exact_part(cfg: Cfg) -> tuple[dict, dict]:
         at_min, inc = _opt_shape(opt.schedule.sizes, cfg.opt_b_min)
         metrics[f"{regime}_opt_frac_at_bmin"] = at_min
         metrics[f"{regime}_opt_increasing_frac"] = inc
-        metrics[f"{regime}_opt_exact"] = task.exact_risk(opt.schedule.steps(cfg.data_budget), lr)[-1]
+        opt_steps = opt.schedule.steps(cfg.data_budget)
+        metrics[f"{regime}_opt_exact"] = task.exact_risk(opt_steps, lr)[-1]
+        metrics[f"{regime}_opt_rel_best_two_stage"] = metrics[f"{regime}_opt_exact"] / scan[best] - 1
+        # budget: the samples every compared schedule consumes (the claims are at a fixed data budget)
+        used = [float(steps[rho].sum()) for rho in (1.0, 0.0, cfg.early, cfg.late)] + [float(opt_steps.sum())]
+        metrics[f"{regime}_budget_spread"] = (max(used) - min(used)) / max(used)
         cur["opt_sizes"] = list(opt.schedule.sizes)
         # parametric FSL fitted on the two constant-batch curves, predicting the switched runs' final risk
         fit_curves = []
@@ -98,6 +104,11 @@ def _exact_part(cfg: Cfg) -> tuple[dict, dict]:
             for rho in (cfg.early, 0.5, cfg.late)
         ]
         metrics[f"{regime}_fitfsl_max_rel_err"] = float(max(errs))
+        # negative control: a predictor with no dynamics, the geometric mean of the two constant-batch final risks
+        naive = float(np.sqrt(risk[1.0][-1] * risk[0.0][-1]))
+        metrics[f"{regime}_naive_max_rel_err"] = max(
+            abs(naive / risk[rho][-1] - 1) for rho in (cfg.early, 0.5, cfg.late)
+        )
         # catch-up: late switch vs constant-large and constant-small after the same number of steps
         late, r_late = steps[cfg.late], risk[cfg.late]
         k_switch = int(np.sum(np.cumsum(late) <= cfg.late * cfg.data_budget))
@@ -108,6 +119,7 @@ def _exact_part(cfg: Cfg) -> tuple[dict, dict]:
             r_small = task.exact_risk(np.full(n, cfg.b_small), lr)
         gap = r_late[k_switch:] - r_large[k_switch:]
         metrics[f"{regime}_catchup_gap_ratio"] = gap[-1] / gap[0]
+        metrics[f"{regime}_catchup_gap0_rel"] = gap[0] / r_large[k_switch]
         metrics[f"{regime}_catchup_half_steps"] = float(np.argmax(gap <= 0.5 * gap[0]))
         metrics[f"{regime}_late_vs_large_same_steps_rel"] = r_late[-1] / r_large[-1] - 1
         metrics["late_data_saving"] = 1 - cfg.data_budget / (n * cfg.b_large)
@@ -215,14 +227,22 @@ def _lm_part(cfg: Cfg, seed: int, ctx) -> tuple[dict, dict]:
             "large": BatchSizeSchedule.constant(cfg.lm_b_large),
             "early": BatchSizeSchedule.two_stage(cfg.lm_b_small, cfg.lm_b_large, cfg.early),
             "late": BatchSizeSchedule.two_stage(cfg.lm_b_small, cfg.lm_b_large, cfg.late),
+            # negative control: the late switch reversed (large batches first, small ones for the last 1 − ρ)
+            "reversed": BatchSizeSchedule((cfg.lm_b_large, cfg.lm_b_small), (cfg.late,)),
         }
         for name, sch in sched.items():
             steps = sch.steps(cfg.lm_tokens)
             eval_at = set(np.unique(np.geomspace(1, steps.size, cfg.lm_eval_points).astype(int)).tolist())
             curve = _lm_run(cfg, seed, steps, p_ctx, p_next, eval_at)
             out[f"lm_kl_{name}"] = curve[-1][2]
+            out[f"lm_tokens_{name}"] = float(curve[-1][1])  # tokens actually consumed (the budget)
             curves[name] = curve
             ctx.log(f"LM {name}: {steps.size} steps, excess loss at the token budget {out[f'lm_kl_{name}']:.4f}")
+        used = [out[f"lm_tokens_{n}"] for n in sched]
+        out["lm_budget_spread"] = (max(used) - min(used)) / max(used)
+        kl = [out[f"lm_kl_{n}"] for n in SCHEDULES]
+        out["lm_kl_spread"] = max(kl) - min(kl)
+        out["lm_reversed_excess"] = max(out["lm_kl_reversed"] - out[f"lm_kl_{n}"] for n in ("small", "large", "early"))
         return out, curves
 
 

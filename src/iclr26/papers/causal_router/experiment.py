@@ -1,4 +1,4 @@
-"""The Meta-Router reproduction: every arm on every setting, tuned by one rule on a validation split."""
+"""The Meta-Router reproduction: every arm on every setting, each with the same n_G gold-standard labels."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from threadpoolctl import threadpool_limits
 from tqdm.auto import tqdm
 
 from iclr26.agents.causal_router import (
+    CATE_FOREST,
     CateConfig,
     ForestConfig,
     MetaRouter,
@@ -18,130 +19,124 @@ from iclr26.agents.causal_router import (
     curve_mean,
     normalized_gain,
 )
-from iclr26.agents.causal_router.learners import with_leaf
+from iclr26.agents.causal_router.learners import folds, with_leaf
 from iclr26.agents.causal_router.world import RoutingData, digits_routing, synthetic_routing
 from iclr26.core.tuning import tune_on_grid
 
-from . import Cfg
+from . import BASELINES, Cfg
+
+META = ("r", "dr", "t", "shift")  # the paper's two meta-routers and the two corrections they must also beat
 
 
 def _forests(cfg: Cfg, seed: int) -> tuple[ForestConfig, ForestConfig]:
-    base = ForestConfig(n_estimators=cfg.n_trees, random_state=seed)
-    cate = ForestConfig(n_estimators=cfg.n_trees_cate, max_depth=30, min_samples_split=5, min_samples_leaf=2)
-    return base, replace(cate, random_state=seed)
+    final = ForestConfig(n_estimators=cfg.n_trees, random_state=seed)  # η̂ and nuisance forests (code values)
+    cate = replace(CATE_FOREST, n_estimators=cfg.n_trees_cate, random_state=seed)  # the library default δ̂ forest
+    return final, cate
 
 
-def _val_mse(router, data: RoutingData) -> float:
-    return float(np.mean((router.predict_gain(data.X_val) - data.y_val) ** 2))
-
-
-def _score(router, data: RoutingData, leaf, out: dict, name: str, tag: str) -> None:
+def _score(router, data: RoutingData, out: dict, name: str, tag: str, gold: int) -> None:
     pred = router.predict_gain(data.X_test)
     out[f"auc_{name}_{tag}"] = curve_mean(normalized_gain(pred, data.eta_test))
     out[f"rmse_{name}_{tag}"] = float(np.sqrt(np.mean((pred - data.eta_test) ** 2)))
-    out[f"leaf_{name}_{tag}"] = float(leaf)
+    out[f"gold_{name}_{tag}"] = float(gold)  # gold-standard labels the arm used, for training and for tuning
 
 
-def _tune_leaf(fit, grid):
-    """The project's grid rule (`tune_on_grid`) on a leaf size: the grid grows past an edge pick (never below 1)."""
-    res = tune_on_grid(lambda leaf: fit(int(leaf)), grid, max_extensions=3, lower=1, integer=True)
-    return res.payload, int(res.best)
-
-
-def _tuned_source(source, X_gs, y_gs, X_pb, y_pb, data, cfg, final):
-    """The tuning rule for a single-forest arm: min_samples_leaf by validation MSE against GS labels."""
-
-    def fit(leaf):
-        r = SourceRouter(SourceRouterConfig(source, with_leaf(final, leaf))).fit(X_gs, y_gs, X_pb, y_pb)
-        return -_val_mse(r, data), r
-
-    return _tune_leaf(fit, cfg.leaf_grid)
-
-
-def _tuned_meta(learner, cate_cfg, X_gs, y_gs, X_pb, y_pb, data, cfg, final, cate_forest, seed):
-    """The same rule for a meta-router, nested: for each δ̂ leaf the best η̂ leaf, the δ̂ leaf by that best score.
-    Nuisances are fitted once; both grids grow past edge picks, so the costly small δ̂ leaves run only when needed."""
-    mcfg = MetaRouterConfig(
-        learner,
-        replace(cate_cfg, cate=with_leaf(cate_forest, int(cfg.cate_leaf_grid[0]))),
-        with_leaf(final, int(cfg.leaf_grid[0])),
-        seed=seed,
-    )
-    base = MetaRouter(mcfg).fit(X_gs, y_gs, X_pb, y_pb)
-
-    def fit_cate(cl):
-        with_cate = base if cl == cfg.cate_leaf_grid[0] else base.refit(cate=with_leaf(cate_forest, cl))
-
-        def fit_final(leaf):
-            r = with_cate if leaf == cfg.leaf_grid[0] else with_cate.refit(final=with_leaf(final, leaf))
-            return -_val_mse(r, data), r
-
-        r, leaf = _tune_leaf(fit_final, cfg.leaf_grid)
-        return -_val_mse(r, data), (r, leaf)
-
-    (r, leaf), cl = _tune_leaf(fit_cate, cfg.cate_leaf_grid)
-    return r, leaf, cl
-
-
-def _setting(data: RoutingData, cfg: Cfg, seed: int, tag: str, ctx, shuffle=False, released=False, allgold=True):
-    out: dict[str, float] = {}
-    final, cate_forest = _forests(cfg, seed)
+def _cv_source(source: str, data: RoutingData, cfg: Cfg, final: ForestConfig, seed: int):
+    """A single-forest baseline whose η̂ leaf is chosen by K-fold cross-validation on the n_G gold labels only (the
+    project's grid rule, `tune_on_grid`); then refitted on everything. Returns (router, leaf)."""
     X_gs, y_gs, X_pb, y_pb = data.X_gs, data.y_gs, data.X_pb, data.y_pb
-    if shuffle:  # control: the mechanism labels T are permuted among the training queries (labels stay put)
-        X, y = np.vstack([X_gs, X_pb]), np.concatenate([y_gs, y_pb])
-        perm = np.random.default_rng([seed, 7]).permutation(len(y))
-        g, p = perm[: len(y_gs)], perm[len(y_gs) :]
-        X_gs, y_gs, X_pb, y_pb = X[g], y[g], X[p], y[p]
+    splits = folds(len(y_gs), cfg.cv_folds, seed)
+
+    def fit(leaf, Xg, yg):
+        return SourceRouter(SourceRouterConfig(source, with_leaf(final, leaf))).fit(Xg, yg, X_pb, y_pb)
+
+    def score(leaf):
+        leaf = int(leaf)
+        if source == "preference":  # trained on PB labels only: every gold label is held out already
+            return -float(np.mean((fit(leaf, X_gs, y_gs).predict_gain(X_gs) - y_gs) ** 2)), None
+        err = sum(float(np.sum((fit(leaf, X_gs[tr], y_gs[tr]).predict_gain(X_gs[te]) - y_gs[te]) ** 2))
+                  for tr, te in splits)  # fmt: skip
+        return -err / len(y_gs), None
+
+    res = tune_on_grid(score, cfg.leaf_grid, max_extensions=3, lower=1, integer=True)
+    return fit(int(res.best), X_gs, y_gs), int(res.best)
+
+
+def _meta(learner: str, data: RoutingData, cfg: Cfg, final, cate, seed: int, released: bool = False) -> MetaRouter:
+    if released:  # the released script's constants: in-sample nuisances, its clips and trims, δ̂ leaf 2
+        cate_cfg = replace(CateConfig.released_code(learner), nuisance=final)
+        cate_cfg = replace(cate_cfg, cate=replace(cate_cfg.cate, n_estimators=cfg.n_trees_cate, random_state=seed))
     else:
-        for name, source in (("golden", "golden"), ("pref", "preference"), ("pooled", "pooled")):
-            r, leaf = _tuned_source(source, X_gs, y_gs, X_pb, y_pb, data, cfg, final)
-            _score(r, data, leaf, out, name, tag)
-        if allgold:
-            X_all, y_all = np.vstack([X_gs, X_pb]), np.concatenate([y_gs, data.y_pb_gold])
-            r, leaf = _tuned_source("golden", X_all, y_all, None, None, data, cfg, final)
-            _score(r, data, leaf, out, "allgold", tag)
+        cate_cfg = CateConfig(nuisance=final, cate=cate, crossfit=cfg.crossfit, propensity_clip=cfg.propensity_clip)
+    mcfg = MetaRouterConfig(learner, cate_cfg, with_leaf(final, cfg.final_leaf), seed=seed)
+    return MetaRouter(mcfg).fit(data.X_gs, data.y_gs, data.X_pb, data.y_pb)
+
+
+def _shuffled(data: RoutingData, seed: int) -> RoutingData:
+    """Control: the mechanism labels T permuted among the training queries (each label stays with its query)."""
+    X, y = np.vstack([data.X_gs, data.X_pb]), np.concatenate([data.y_gs, data.y_pb])
+    perm = np.random.default_rng([seed, 7]).permutation(len(y))
+    g, p = perm[: len(data.y_gs)], perm[len(data.y_gs) :]
+    return replace(data, X_gs=X[g], y_gs=y[g], X_pb=X[p], y_pb=y[p])
+
+
+def _setting(data: RoutingData, cfg: Cfg, seed: int, tag: str, ctx, arms, released=False):
+    out: dict[str, float] = {}
+    final, cate = _forests(cfg, seed)
+    n_gold = len(data.y_gs)
+    if tag == "shuffled":
+        data = _shuffled(data, seed)
+    for name, source in (("golden", "golden"), ("pref", "preference"), ("pooled", "pooled")):
+        if name in arms:
+            r, leaf = _cv_source(source, data, cfg, final, seed)
+            _score(r, data, out, name, tag, n_gold)
+            out[f"leaf_{name}_{tag}"] = float(leaf)
+    if "allgold" in arms:  # the ceiling: every training query with its GS label (more gold labels by design)
+        X_all, y_all = np.vstack([data.X_gs, data.X_pb]), np.concatenate([data.y_gs, data.y_pb_gold])
+        r = SourceRouter(SourceRouterConfig("golden", with_leaf(final, cfg.final_leaf))).fit(X_all, y_all)
+        _score(r, data, out, "allgold", tag, len(y_all))
+    for name in [a for a in META if a in arms] + (["rcode", "drcode"] if released else []):
+        learner = {"rcode": "r", "drcode": "dr"}.get(name, name)
+        r = _meta(learner, data, cfg, final, cate, seed, released=name.endswith("code"))
+        _score(r, data, out, name, tag, n_gold)
+        if tag != "shuffled":
+            out[f"bias_rmse_{name}_{tag}"] = float(np.sqrt(np.mean((r.bias_pb_ - data.delta_pb) ** 2)))
+    if tag != "shuffled":
         rng = np.random.default_rng([seed, 3])
         out[f"auc_random_{tag}"] = curve_mean(normalized_gain(rng.uniform(0.1, 1.0, len(data.eta_test)), data.eta_test))
-    variants = [("r", "r", CateConfig(crossfit=cfg.crossfit, propensity_clip=cfg.propensity_clip))]
-    variants.append(("dr", "dr", CateConfig(crossfit=cfg.crossfit, propensity_clip=cfg.propensity_clip)))
-    if released:
-        variants += [("rcode", "r", CateConfig.released_code("r")), ("drcode", "dr", CateConfig.released_code("dr"))]
-    for name, learner, cate_cfg in variants:
-        cate_cfg = replace(cate_cfg, nuisance=final)
-        r, leaf, cl = _tuned_meta(learner, cate_cfg, X_gs, y_gs, X_pb, y_pb, data, cfg, final, cate_forest, seed)
-        _score(r, data, leaf, out, name, tag)
-        if not shuffle:
-            out[f"bias_rmse_{name}_{tag}"] = float(np.sqrt(np.mean((r.bias_pb_ - data.delta_pb) ** 2)))
-        out[f"cate_leaf_{name}_{tag}"] = float(cl)
-        if name in ("r", "dr") and not shuffle:
-            best = max(out[f"auc_{b}_{tag}"] for b in ("golden", "pref", "pooled"))
-            out[f"adv_{name}_{tag}"] = out[f"auc_{name}_{tag}"] - best
-            out[f"vs_pooled_{name}_{tag}"] = out[f"auc_{name}_{tag}"] - out[f"auc_pooled_{tag}"]
-    keys = [k for k in ("golden", "pref", "pooled", "r", "dr", "allgold") if f"auc_{k}_{tag}" in out]
+        base = [b for b in BASELINES if b in arms]
+        for m in ("r", "dr"):
+            out[f"adv_{m}_{tag}"] = out[f"auc_{m}_{tag}"] - max(out[f"auc_{b}_{tag}"] for b in base)
+            out[f"vs_pooled_{m}_{tag}"] = out[f"auc_{m}_{tag}"] - out[f"auc_pooled_{tag}"]
+    budgets = [out[f"gold_{a}_{tag}"] for a in (*BASELINES, *META) if f"gold_{a}_{tag}" in out]
+    out[f"gold_parity_{tag}"] = max(budgets) / min(budgets) - 1.0  # 0: every compared arm had the same gold labels
+    keys = [k for k in (*BASELINES, *META, "allgold") if f"auc_{k}_{tag}" in out]
     ctx.log(f"{tag}: " + " ".join(f"{k} {out[f'auc_{k}_{tag}']:.3f}" for k in keys))
     return out
 
 
+ALL = ("golden", "pref", "pooled", "allgold", *META)
+
+
 def run(cfg: Cfg, seed: int, ctx) -> dict[str, float]:
     out: dict[str, float] = {}
-    jobs = [
-        (f"n{n}", lambda n=n: synthetic_routing(seed, n, cfg.n_pool, cfg.n_val, cfg.n_test, cfg.d), {})
-        for n in cfg.n_golds
-    ]
+
+    def syn(n=100, bias="heterogeneous", confounding=0.0):
+        return synthetic_routing(seed, n, cfg.n_pool, 0, cfg.n_test, cfg.d, bias, confounding=confounding)
+
+    jobs = [(f"n{n}", lambda n=n: syn(n), ALL) for n in cfg.n_golds]
     if cfg.digits:
-        jobs.append(("digits", lambda: digits_routing(seed, 100, cfg.n_val, cfg.n_test), {}))
+        jobs.append(("digits", lambda: digits_routing(seed, 100, 0, cfg.n_test), ALL))
     if cfg.controls:
-
-        def syn100(bias="heterogeneous"):
-            return synthetic_routing(seed, 100, cfg.n_pool, cfg.n_val, cfg.n_test, cfg.d, bias)
-
-        jobs.append(("nobias", lambda: syn100("none"), {"allgold": False}))
-        jobs.append(("shuffled", syn100, {"shuffle": True}))
+        jobs.append(("nobias", lambda: syn(bias="none"), ("golden", "pref", "pooled", "r", "dr")))
+        jobs.append(("shuffled", syn, ("r", "dr")))
+    if cfg.confounding:
+        jobs.append(("confounded", lambda: syn(confounding=cfg.confounding), ALL))
     with threadpool_limits(limits=1):
-        for tag, make, kw in tqdm(jobs, desc=f"causal-router seed {seed}", leave=False, disable=ctx.quiet):
+        for tag, make, arms in tqdm(jobs, desc=f"causal-router seed {seed}", leave=False, disable=ctx.quiet):
             released = cfg.released_code_arms and tag == "n100"
-            out.update(_setting(make(), cfg, seed, tag, ctx, released=released, **kw))
-    data = synthetic_routing(seed, 100, cfg.n_pool, cfg.n_val, cfg.n_test, cfg.d)
+            out.update(_setting(make(), cfg, seed, tag, ctx, arms, released=released))
+    data = syn()
     out["auc_oracle"] = curve_mean(normalized_gain(data.eta_test, data.eta_test))
     return out
 
@@ -150,24 +145,24 @@ def plots(run_dir, per_seed, cfg):
     import matplotlib.pyplot as plt
 
     figs = []
-    arms = ("golden", "pref", "pooled", "r", "dr", "allgold")
-    labels = ("Golden-only", "Preference-only", "Pooled", "R-learner", "DR-learner", "All-golden")
-    tags = [f"n{n}" for n in cfg.n_golds] + (["digits"] if cfg.digits else [])
-    fig, ax = plt.subplots(figsize=(8, 3.8))
+    arms = ("golden", "pref", "pooled", "shift", "t", "r", "dr", "allgold")
+    labels = ("Golden-only", "Preference-only", "Pooled", "Constant shift", "T-learner", "R-learner", "DR-learner",
+              "All-golden")  # fmt: skip
+    tags = (
+        [f"n{n}" for n in cfg.n_golds]
+        + (["digits"] if cfg.digits else [])
+        + (["confounded"] if cfg.confounding else [])
+    )
+    fig, ax = plt.subplots(figsize=(9, 3.8))
     width = 0.8 / len(arms)
     for i, (arm, lab) in enumerate(zip(arms, labels)):
         vals = [[m[f"auc_{arm}_{t}"] for m in per_seed.values() if f"auc_{arm}_{t}" in m] for t in tags]
-        ax.bar(
-            np.arange(len(tags)) + i * width,
-            [np.mean(v) for v in vals],
-            width,
-            yerr=[np.std(v) for v in vals],
-            label=lab,
-        )
+        ax.bar(np.arange(len(tags)) + i * width, [np.mean(v) if v else np.nan for v in vals], width,
+               yerr=[np.std(v) if v else 0 for v in vals], label=lab)  # fmt: skip
     ax.set_xticks(np.arange(len(tags)) + 0.4 - width / 2, tags)
     ax.set_ylabel("normalised efficiency gain (mean ρ ∈ [0.2, 0.8])")
-    ax.legend(fontsize=7, ncol=3)
-    ax.set_title("Meta-Router: routing quality by arm and setting")
+    ax.legend(fontsize=7, ncol=4)
+    ax.set_title("Meta-Router: routing quality by arm and setting (same gold labels for every arm but All-golden)")
     fig.tight_layout()
     figs.append(("efficiency_gain", fig))
     return figs

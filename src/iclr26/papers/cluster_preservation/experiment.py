@@ -58,6 +58,22 @@ def _train(net, X, y, steps, lr, batch, seed):
         opt.step()
 
 
+def _random_step(init, trained, seed: int):
+    """A copy of `init` moved by a random direction with the same Frobenius length as training moved each weight and
+    bias (the negative control of the learned-condition claims: movement without learning)."""
+    import copy
+
+    import torch
+
+    g = torch.Generator().manual_seed(seed)
+    net = copy.deepcopy(init)
+    with torch.no_grad():
+        for p0, p1, p in zip(init.parameters(), trained.parameters(), net.parameters()):
+            r = torch.randn(p.shape, generator=g)
+            p.copy_(p0 + r * ((p1 - p0).norm() / r.norm().clamp_min(1e-12)))
+    return net
+
+
 def _unrelated_label(X, k: int, rng) -> np.ndarray:
     """k balanced classes cut from the projection of X on a random direction: learnable, not the clusters."""
     proj = X @ rng.standard_normal(X.shape[1])
@@ -130,10 +146,11 @@ def _run(cfg: Cfg, seed: int, ctx) -> dict[str, float]:
             rng,
         )
 
-    # 1. geometry sweep with random He layers
-    drops_ok = []
+    # 1. geometry sweep with random He layers (sweep_repeats fresh data sets and layers per setting)
+    drops_ok, acc_ok = [], []
     sweep = {}
-    for cone, scale in tqdm([(c, s) for c in cfg.sweep_cones for s in cfg.sweep_bias], desc="sweep", leave=False):
+    plan = [(c, b, i) for c in cfg.sweep_cones for b in cfg.sweep_bias for i in range(cfg.sweep_repeats)]
+    for cone, scale, i_rep in tqdm(plan, desc="sweep", leave=False):
         X, y, _ = data(cone)
         acc_x = _acc(X, y, k, cfg)
         W = rng.standard_normal((cfg.width, dim)) * np.sqrt(2.0 / dim)
@@ -143,12 +160,16 @@ def _run(cfg: Cfg, seed: int, ctx) -> dict[str, float]:
         drop = acc_x - _acc(np.maximum(X @ W.T + b, 0), y, k, cfg)
         cond = float(np.mean(rep["margin"] > 0))
         key = f"cone{int(cone)}_bias{scale:g}"
-        m[f"sweep_cond_frac_{key}"] = cond
-        m[f"sweep_acc_drop_{key}"] = drop
+        m[f"sweep_cond_frac_{key}"] = m.get(f"sweep_cond_frac_{key}", 0.0) + cond / cfg.sweep_repeats
+        m[f"sweep_acc_drop_{key}"] = m.get(f"sweep_acc_drop_{key}", 0.0) + drop / cfg.sweep_repeats
         if cond == 1.0:
             drops_ok.append(drop)
-        sweep[key] = {"sin": rep["sin"].tolist(), "bound": rep["bound"].tolist(), "margin": rep["margin"].tolist()}
+            acc_ok.append(acc_x)
+        sweep[f"{key}_r{i_rep}"] = {"sin": rep["sin"].tolist(), "bound": rep["bound"].tolist(),
+                                  "margin": rep["margin"].tolist()}  # fmt: skip
     m["acc_drop_when_condition_holds"] = float(np.mean(drops_ok)) if drops_ok else float("nan")
+    m["acc_input_when_condition_holds"] = float(np.mean(acc_ok)) if acc_ok else float("nan")
+    m["sweep_condition_instances"] = float(len(drops_ok))
 
     # 2. trained MLPs on cone data and on whole subspaces
     curves = {}
@@ -157,8 +178,11 @@ def _run(cfg: Cfg, seed: int, ctx) -> dict[str, float]:
         m[f"{geom}_acc_input"] = _acc(X, y, k, cfg)
         net = _mlp([dim, cfg.width, cfg.width, k], seed)
         m.update(_net_stats(net, X, y, k, r, cfg, f"{geom}_init", bounds))
+        init = _mlp([dim, cfg.width, cfg.width, k], seed)  # the same initialisation, kept untrained
         _train(net, X, y, cfg.train_steps, cfg.lr, cfg.batch, seed)
+        m[f"{geom}_trained_train_acc"] = _fit_acc(net, X, y)
         m.update(_net_stats(net, X, y, k, r, cfg, f"{geom}_trained", bounds))
+        m.update(_net_stats(_random_step(init, net, seed), X, y, k, r, cfg, f"{geom}_randstep", bounds))
         ctx.log(
             f"{geom}: ACC input {m[f'{geom}_acc_input']:.3f}, layer-1 κ {m[f'{geom}_init_kappa_l1']:.3f} → "
             f"{m[f'{geom}_trained_kappa_l1']:.3f}, ‖E‖/‖Y‖ {m[f'{geom}_init_err_l1']:.3f} → "
@@ -203,16 +227,22 @@ def _digits(cfg: Cfg, seed: int, bounds, curves) -> dict[str, float]:
     w = cfg.digits_width
     net = _mlp([64, w, w, w, 10], seed)
     res.update(_net_stats(net, X_te, y_te, 10, cfg.digits_dim, cfg, "digits_init", bounds))
+    init = _mlp([64, w, w, w, 10], seed)
     _train(net, X_tr, y_tr, cfg.digits_steps, cfg.lr, cfg.batch, seed)
     with torch.no_grad():
         pred = net(torch.as_tensor(X_te, dtype=torch.float32)).argmax(1).numpy()
     res["digits_test_accuracy"] = float(np.mean(pred == y_te))
     res.update(_net_stats(net, X_te, y_te, 10, cfg.digits_dim, cfg, "digits_trained", bounds))
+    res.update(
+        _net_stats(_random_step(init, net, seed), X_te, y_te, 10, cfg.digits_dim, cfg, "digits_randstep", bounds)
+    )
     # control: the same recipe on an unrelated label (deciles of total ink), clustering of the true classes
     ink = lambda Z: Z.sum(1)  # noqa: E731
     cuts = np.quantile(ink(X_tr), np.linspace(0, 1, 11)[1:-1])
     net_un = _mlp([64, w, w, w, 10], seed)
-    _train(net_un, X_tr, np.searchsorted(cuts, ink(X_tr)), cfg.digits_steps, cfg.lr, cfg.batch, seed)
+    y_ink = np.searchsorted(cuts, ink(X_tr))
+    _train(net_un, X_tr, y_ink, cfg.digits_steps, cfg.lr, cfg.batch, seed)
+    res["digits_unrelated_train_acc"] = _fit_acc(net_un, X_tr, y_ink)
     for i, (_, _, _, z) in enumerate(_layers(net_un, X_te), start=1):
         res[f"digits_unrelated_acc_l{i}"] = _acc(z, y_te, 10, cfg)
     curves["digits"] = dict(res)

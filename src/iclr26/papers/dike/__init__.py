@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from iclr26.core.claims import Check, Claim
+from iclr26.core.claims import Check, Claim, fails
 
 
 @dataclass(frozen=True)
@@ -77,13 +77,15 @@ CONFIGS = {
 
 # --model replaces SmolLM2-135M in the real-model setting (metrics *_smollm2): edits of real country facts
 ACCEPTS_MODEL = True
-VERSION = 2  # bump when the method or the protocol changes: it enters the run key
+VERSION = 3  # bump when the method or the protocol changes: it enters the run key
 # 2 (issue 11): ROME makes the un-prefixed prompt exact and the v* objective follows ROME/MEMIT's code (weight decay
 #   ‖δ‖/‖h‖², KL(p_δ‖p₀)); AlphaEdit's threshold on the tiny model is relative to C's spectrum (its projector is never
 #   the identity) and its null space is reported; the control "dike_mu0" (fine-grained terms off); 5 seeds at quick
+# 3 (issues 39, 46): gates; the unedited model on the same requests (unedited_*), the baselines' best R-Loc and
+#   same-subject efficacy, their level-0 − level-2 R-Loc drop and the number of edits as metrics
 EXPECTED_SECONDS = {  # wall seconds on a 2-core CPU with cached models
     "smoke": 30,  # measured: 28.1 s for the test suite's smoke run (2 seeds, cached models, busy machine)
-    "quick": 800,  # docs/papers/dike.md: 801 s for 5 seeds (724 s CPU), disentanglers trained in the run
+    "quick": 450,  # recorded VERSION 3 run: 641 s with facts-tiny (~170 s) and the disentanglers (~50 s) trained in it
     "full": 7200,  # an estimate, not measured: 100 edits per seed on both models, 5 seeds, larger key statistics
 }
 
@@ -125,6 +127,12 @@ def _metrics_doc() -> dict[str, str]:
             doc[p + f"same_rloc_{s}"] = "batch sharing one subject: R-Loc on the subject's unedited known facts"
         for lv in (0, 2):
             doc[f"dike_gain_l{lv}_{s}"] = f"DiKE R-Loc minus the best baseline's at similarity level {lv}"
+        doc[f"best_baseline_rloc_{s}"] = "max over ROME/MEMIT/AlphaEdit of R-Loc, per seed"
+        doc[f"best_baseline_same_efficacy_{s}"] = "max over ROME/MEMIT/AlphaEdit of the same-subject batch efficacy"
+        doc[f"baseline_level_drop_{s}"] = "mean over the baselines of R-Loc at level 0 minus R-Loc at level 2"
+        for k in ("efficacy", "paraphrase", "neighborhood", "rloc"):
+            doc[f"unedited_{k}_{s}"] = f"{k} of the unedited model, same requests and probes (R-Loc: 1 by construction)"
+        doc[f"n_edits_{s}"] = "single edits evaluated per seed"
     return doc
 
 
@@ -132,49 +140,121 @@ METRICS = _metrics_doc()
 
 
 def _claims() -> list[Claim]:
+    # gate floors, stated before the runs and the same on every model: the unedited model completes at least this
+    # share of the setting's facts; the best baseline's edits take (efficacy) at least this often; the efficacy
+    # tolerance of every locality claim (the paper's "efficacy close to the best baseline")
+    RECALL_FLOOR = {"tiny": 0.9, "smollm2": 0.5}
+    EDITS_TAKE_FLOOR = 0.5
+    PARITY = 0.05
     out = []
     for s, where in (("tiny", "facts-tiny (planted fact world)"), ("smollm2", "SmolLM2-135M on real facts")):
         when = "smollm2" if s == "smollm2" else ""
-        out.append(
+        # ceiling-prone gate checks (efficacy 1.0 on every seed) are declared deterministic: decided on the value when
+        # every seed gives the same number, tested over seeds otherwise (core.claims)
+        out += [
+            Claim(
+                f"testbed_{s}",
+                f"[{where}] gate: the unedited model completes at least {RECALL_FLOOR[s]:.0%} of the setting's facts "
+                f"and the best baseline's single edits take (efficacy above {EDITS_TAKE_FLOOR})",
+                (
+                    Check(f"recall_{s}", ">", RECALL_FLOOR[s], 1e-6, deterministic=True),
+                    Check(f"best_baseline_efficacy_{s}", ">", EDITS_TAKE_FLOOR, 1e-6, deterministic=True),
+                ),
+                when=when,
+                role="testbed",
+            ),
+            Claim(
+                f"efficacy_parity_{s}",
+                f"[{where}] gate of every locality claim: DiKE's edits take as often as the best baseline's (efficacy "
+                f"within {PARITY:g}); an editor that barely edits keeps every other fact",
+                (Check(f"dike_efficacy_{s}", ">", f"best_baseline_efficacy_{s}", -PARITY, deterministic=True),),
+                when=when,
+                role="non-degenerate",
+                requires=(f"testbed_{s}",),
+            ),
+            Claim(
+                f"headroom_{s}",
+                f"[{where}] gate: the best baseline loses same-subject facts (the unedited model's R-Loc, 1 by "
+                "construction, above the best baseline's), so there is something for DiKE to keep",
+                (Check(f"unedited_rloc_{s}", ">", f"best_baseline_rloc_{s}"),),
+                when=when,
+                role="headroom",
+                requires=(f"testbed_{s}",),
+            ),
+            Claim(
+                f"control_mu0_{s}",
+                f"[{where}] negative control: DiKE with its fine-grained terms off (μ = 0) does not pass the R-Loc "
+                "check (it is not shown above the best baseline's R-Loc)",
+                (fails(Check(f"dike_mu0_rloc_{s}", ">", f"best_baseline_rloc_{s}")),),
+                when=when,
+                role="negative control",
+                requires=(f"testbed_{s}",),
+            ),
+            Claim(
+                f"mu0_parity_{s}",
+                f"[{where}] gate of the ablation: DiKE's efficacy within {PARITY:g} of DiKE μ = 0's (else the R-Loc "
+                "difference is the edit strength)",
+                (Check(f"dike_efficacy_{s}", ">", f"dike_mu0_efficacy_{s}", -PARITY, deterministic=True),),
+                when=when,
+                role="non-degenerate",
+                requires=(f"testbed_{s}",),
+            ),
             Claim(
                 f"rloc_{s}",
                 f"[{where}] DiKE preserves fine-grained same-subject knowledge (R-Loc) better than ROME, MEMIT and "
-                "AlphaEdit",
+                "AlphaEdit, at comparable efficacy",
                 tuple(Check(f"dike_rloc_{s}", ">", f"{b}_rloc_{s}") for b in BASELINES),
                 paper="FINE-KED R-Loc avg: GPT2-XL DiKE 55.0 vs AlphaEdit 46.4 / MEMIT-C 49.8; "
                 "GPT-J 71.3 vs 57.2 / 65.9; LLaMA-3-8B 70.6 vs 65.6 / 66.3",
                 when=when,
-            )
-        )
-        out.append(
+                requires=(f"testbed_{s}", f"efficacy_parity_{s}", f"headroom_{s}", f"control_mu0_{s}"),
+            ),
             Claim(
                 f"mechanism_{s}",
-                f"[{where}] control: the fine-grained terms are what keep R-Loc: DiKE beats itself with μ = 0 "
+                f"[{where}] ablation: the fine-grained terms are what keep R-Loc: DiKE beats itself with μ = 0 "
                 "(same target, MEMIT's single-layer solve)",
                 (Check(f"dike_rloc_{s}", ">", f"dike_mu0_rloc_{s}"),),
                 paper="ablation 'w/o fine-grained constraint' lowers R-Loc (paper's ablation table)",
                 when=when,
-            )
-        )
-        out.append(
+                requires=(f"testbed_{s}", f"mu0_parity_{s}"),
+            ),
             Claim(
                 f"efficacy_{s}",
                 f"[{where}] DiKE's efficacy is within 5 points of the best baseline's",
                 (Check(f"dike_efficacy_{s}", ">", f"best_baseline_efficacy_{s}", -0.05),),
                 paper="Efficacy: GPT2-XL DiKE 97.4 vs AlphaEdit 98.7; GPT-J 99.1 vs 99.9; LLaMA-3 99.1 vs 98.2",
                 when=when,
-            )
-        )
-    out.append(
+                requires=(f"testbed_{s}",),
+            ),
+        ]
+    out += [
+        Claim(
+            "levels_tiny",
+            "[facts-tiny] gate (the paper's premise): the baselines lose more facts of the most similar relations "
+            "(level 2) than of the least similar (level 0), mean over the three baselines",
+            (Check("baseline_level_drop_tiny", ">", 0.0),),
+            role="testbed",
+            requires=("testbed_tiny",),
+        ),
         Claim(
             "hard_level_tiny",
             "[facts-tiny] DiKE's R-Loc advantage over the best baseline is larger for the most similar relations "
             "(level 2) than for the least similar (level 0)",
             (Check("dike_gain_l2_tiny", ">", "dike_gain_l0_tiny"),),
             paper="FINE-KED Hard level (GPT2-XL): R-Loc 35.6 (best baseline) → 41.0 (DiKE), the largest relative gain",
-        )
-    )
-    out.append(
+            requires=("testbed_tiny", "efficacy_parity_tiny", "levels_tiny"),
+        ),
+        Claim(
+            "same_testbed_tiny",
+            "[facts-tiny] gate: in batches of edits sharing one subject the best baseline's edits take (efficacy "
+            f"above {EDITS_TAKE_FLOOR}) and DiKE's within {PARITY:g} of it",
+            (
+                Check("best_baseline_same_efficacy_tiny", ">", EDITS_TAKE_FLOOR, 1e-6, deterministic=True),
+                Check("dike_same_efficacy_tiny", ">", "best_baseline_same_efficacy_tiny", -PARITY, deterministic=True),
+            ),
+            role="non-degenerate",
+            requires=("testbed_tiny",),
+        ),
         Claim(
             "same_subject_tiny",
             "[facts-tiny] when a batch of edits shares one subject, DiKE keeps high efficacy (vs ROME) and the best "
@@ -185,9 +265,12 @@ def _claims() -> list[Claim]:
             ),
             paper="batch of same-subject edits (paper figure): ROME degrades quickly; DiKE keeps ~100% efficacy and "
             "the best R-Loc",
-        )
-    )
+            requires=("testbed_tiny", "same_testbed_tiny"),
+        ),
+    ]
     return out
 
 
 CLAIMS = _claims()
+HEADLINE = "rloc_tiny"
+TABLE_METRICS = tuple(f"{m}_{k}_{s}" for s in SETTINGS for m in METHODS for k in ("efficacy", "rloc", "neighborhood"))

@@ -148,6 +148,7 @@ def same_subject_requests(prep: dict, n_subjects: int, batch: int, seed: int) ->
 
 
 _PREP: dict = {}
+UNEDITED = ("efficacy", "paraphrase", "neighborhood", "rloc")
 
 
 def run_setting(setting: str, cfg: Cfg, seed: int, ctx) -> dict[str, float]:
@@ -177,6 +178,10 @@ def run_setting(setting: str, cfg: Cfg, seed: int, ctx) -> dict[str, float]:
     n = cfg.n_edits if setting == "tiny" else cfg.n_edits_smollm2
     reqs = draw_edits(prep, n, seed)
     ctx.log(f"{setting}: recall {prep['recall']:.3f}; {len(reqs)} single edits")
+    out[f"n_edits_{setting}"] = float(len(reqs))
+    # the unedited model on the same requests and probes: the ceiling of every preservation metric (headroom gates)
+    unedited = summarise("unedited", evaluate_edits(model, tok, reqs), setting)
+    out.update({f"unedited_{k}_{setting}": unedited[f"unedited_{k}_{setting}"] for k in UNEDITED})
     curves = {}
     for name, ed in prep["editors"].items():
         t0 = time.time()
@@ -202,6 +207,11 @@ def run_setting(setting: str, cfg: Cfg, seed: int, ctx) -> dict[str, float]:
             out[f"{name}_same_rloc_{setting}"] = _nanmean(locs)
     out.update(nullspace_metrics(prep["editors"].get("alphaedit"), setting))
     out[f"best_baseline_efficacy_{setting}"] = max(out[f"{b}_efficacy_{setting}"] for b in BASELINES)
+    out[f"best_baseline_rloc_{setting}"] = max(out[f"{b}_rloc_{setting}"] for b in BASELINES)
+    if f"rome_same_efficacy_{setting}" in out:
+        out[f"best_baseline_same_efficacy_{setting}"] = max(out[f"{b}_same_efficacy_{setting}"] for b in BASELINES)
+    drops = [out[f"{b}_rloc_l0_{setting}"] - out[f"{b}_rloc_l2_{setting}"] for b in BASELINES]
+    out[f"baseline_level_drop_{setting}"] = _nanmean(drops)
     for lv in (0, 2):
         base = [out[f"{b}_rloc_l{lv}_{setting}"] for b in BASELINES]
         base = [x for x in base if x == x]

@@ -14,7 +14,8 @@ from ...lenses.dispersion import (
     binned_pearson,
     block_dispersion,
     dispersion,
-    knn_lm_logprobs,
+    knn_lm_mix,
+    knn_neighbours,
     segment_stats,
 )
 from ...lm import zoo
@@ -39,38 +40,65 @@ def _segments(tok, docs, n: int, seg_len: int, rng: random.Random) -> torch.Tens
     return torch.tensor([[bos, *flat[s : s + seg_len - 1]] for s in starts])
 
 
+def _layer_corr(p, x) -> list[float]:
+    """Per-segment Pearson r of log PPL with each block's dispersion (index 0 = the first block)."""
+    return [float(np.corrcoef(np.log(p), x[:, layer])[0, 1]) for layer in range(1, x.shape[1])]
+
+
+def _correlations(cfg: DispersionConfig, per_domain: dict, tag: str, m: dict) -> list[float]:
+    """The correlation metrics of one model (``tag`` "real" or "untrained") over the same segments."""
+    for dom, (ppl, disp) in per_domain.items():
+        m[f"r_{tag}_{dom}"] = binned_pearson(ppl, disp[:, -1], cfg.n_bins)
+    m[f"r_{tag}_mean"] = float(np.mean([m[f"r_{tag}_{d}"] for d in per_domain]))
+    # Per-layer correlations within each domain, then averaged over domains: pooling domains would mix domain
+    # identity (code is both low-perplexity and low-dispersion) into the depth comparison.
+    layer_r = np.mean([_layer_corr(p, x) for p, x in per_domain.values()], axis=0).tolist()
+    early = max(0, round(cfg.early_layer_frac * len(layer_r)) - 1)
+    m[f"r_{tag}_last"], m[f"r_{tag}_early"] = layer_r[-1], layer_r[early]
+    return layer_r
+
+
+def _domain_stats(model, segments: dict) -> dict:
+    per_domain = {}
+    for dom, ids in segments.items():
+        stats_ = [segment_stats(model, ids[i : i + 8]) for i in range(0, len(ids), 8)]
+        per_domain[dom] = (np.concatenate([s["ppl"] for s in stats_]), np.concatenate([s["disp"] for s in stats_]))
+    return per_domain
+
+
 def _real_model_part(cfg: DispersionConfig, seed: int, ctx, m: dict) -> dict:
     model, tok = zoo.load(ctx.model or cfg.real_model)  # --model: any local HF causal LM
     rng = random.Random(seed)
-    per_domain = {}
-    all_ppl, all_disp = [], []
+    segments = {}
     for dom in cfg.domains:
         docs = list(load_domain(dom))
         rng.shuffle(docs)
-        ids = _segments(tok, docs, cfg.segments_per_domain, cfg.seg_len, rng)
-        stats_ = [segment_stats(model, ids[i : i + 8]) for i in range(0, len(ids), 8)]
-        ppl = np.concatenate([s["ppl"] for s in stats_])
-        disp = np.concatenate([s["disp"] for s in stats_])  # [N, L+1]
-        per_domain[dom] = (ppl, disp)
-        all_ppl.append(ppl)
-        all_disp.append(disp)
-        m[f"r_real_{dom}"] = binned_pearson(ppl, disp[:, -1], cfg.n_bins)
+        segments[dom] = _segments(tok, docs, cfg.segments_per_domain, cfg.seg_len, rng)
+    per_domain = _domain_stats(model, segments)
+    for dom, (ppl, disp) in per_domain.items():
         m[f"ppl_real_{dom}"] = float(np.median(ppl))
         m[f"disp_real_{dom}"] = float(disp[:, -1].mean())
+    layer_r = _correlations(cfg, per_domain, "real", m)
+    for dom in cfg.domains:
         ctx.log(f"real {dom}: r = {m[f'r_real_{dom}']:.3f}, median PPL {m[f'ppl_real_{dom}']:.1f}")
-    ppl, disp = np.concatenate(all_ppl), np.concatenate(all_disp)
-    m["r_real_mean"] = float(np.mean([m[f"r_real_{d}"] for d in cfg.domains]))
+    ppl = np.concatenate([p for p, _ in per_domain.values()])
+    disp = np.concatenate([x for _, x in per_domain.values()])
     m["r_real_pooled"] = binned_pearson(ppl, disp[:, -1], cfg.n_bins)
-
-    # Per-layer correlations within each domain, then averaged over domains: pooling domains would mix domain
-    # identity (code is both low-perplexity and low-dispersion) into the depth comparison.
-    def layer_corr(p, x):
-        return [float(np.corrcoef(np.log(p), x[:, layer])[0, 1]) for layer in range(1, x.shape[1])]
-
-    layer_r = np.mean([layer_corr(p, x) for p, x in per_domain.values()], axis=0).tolist()
+    m["r_real_last_pooled"] = _layer_corr(ppl, disp)[-1]
+    # testbed: the model models this text at all (nats below a uniform guess over its vocabulary)
+    m["lm_gain_real"] = float(np.log(len(tok)) - np.mean(np.log(ppl)))
     early = max(0, round(cfg.early_layer_frac * len(layer_r)) - 1)
-    m["r_real_last"], m["r_real_early"] = layer_r[-1], layer_r[early]
-    m["r_real_last_pooled"] = layer_corr(ppl, disp)[-1]
+    # negative control: the same architecture, untrained (seeded initialisation), on the same segments. Whatever
+    # correlation the text alone produces (repetitive segments, domain structure), it shows here too.
+    if cfg.untrained_control:
+        from transformers import AutoModelForCausalLM
+
+        torch.manual_seed(seed)
+        untrained = AutoModelForCausalLM.from_config(model.config, dtype=torch.float32).eval()
+        _correlations(cfg, _domain_stats(untrained, segments), "untrained", m)
+        ctx.log(f"untrained control: r mean {m['r_untrained_mean']:.3f}, last {m['r_untrained_last']:.3f}, "
+                f"early {m['r_untrained_early']:.3f}")  # fmt: skip
+        del untrained
     ctx.save_artifact(f"real_layers_seed{seed}", {"layer_r": layer_r, "early_index": early})
     ctx.save_artifact(
         f"real_segments_seed{seed}",
@@ -123,6 +151,7 @@ def _tiny_models_part(cfg: DispersionConfig, seed: int, ctx, m: dict) -> dict:
     ppl = np.log([p["ppl"] for p in points])
     disp = np.array([p["disp"] for p in points])
     m["r_tiny_models"] = float(np.corrcoef(ppl, disp)[0, 1])
+    m["tiny_logppl_range"] = float(ppl.max() - ppl.min())  # testbed: the points span a range of perplexities
     ctx.save_artifact(f"tiny_points_seed{seed}", points)
     ctx.log(f"tiny models: r(log PPL, dispersion) over {len(points)} points = {m['r_tiny_models']:.3f}")
     return m
@@ -162,23 +191,33 @@ def _knn_part(cfg: DispersionConfig, seed: int, ctx, m: dict) -> dict:
                 )
             )
         }
-        best = None
-        for lam in (0.05, 0.1, 0.25, 0.4, 0.6):  # λ tuned on the first half, evaluated on the second
-            lp = knn_lm_logprobs(store[key], store_next, q[key][:half], q_next[:half], q_lp[:half], cfg.knn_k, lam)
-            if best is None or lp.mean() > best[1]:
-                best = (lam, lp.mean())
-        lp = knn_lm_logprobs(store[key], store_next, q[key][half:], q_next[half:], q_lp[half:], cfg.knn_k, best[0])
-        res[key].update(lam=best[0], ppl=float(torch.exp(-lp.mean())))
+        # the same care for both keys: λ and the softmax temperature tuned per key on the first half of the
+        # evaluation tokens (the temperature grid is relative to the key's own median nearest-neighbour distance,
+        # plus Khandelwal et al.'s T = 1), evaluated on the second half
+        dist, idx = knn_neighbours(store[key], q[key], cfg.knn_k)
+        scale = float(dist[:half, 0].median().clamp_min(1e-6))
+        temps = sorted({1.0, *(c * scale for c in (0.1, 0.3, 1.0, 3.0, 10.0))})
+        best = max(
+            ((lam, t) for lam in (0.05, 0.1, 0.25, 0.4, 0.6) for t in temps),
+            key=lambda g: knn_lm_mix(dist[:half], idx[:half], store_next, q_next[:half], q_lp[:half], *g).mean(),
+        )
+        lp = knn_lm_mix(dist[half:], idx[half:], store_next, q_next[half:], q_lp[half:], *best)
+        res[key].update(lam=best[0], temperature=best[1] / scale, ppl=float(torch.exp(-lp.mean())))
     m["lm_ppl_knn_eval"] = float(torch.exp(-q_lp[half:].mean()))
     for key, short in (("attn_out", "attn"), ("mlp_out", "ffn")):
         m[f"knn_ppl_{short}"], m[f"disp_key_{short}"] = res[key]["ppl"], res[key]["disp"]
     hi, lo = sorted(res, key=lambda k: -res[k]["disp"])
     m["knn_choice_gain"] = res[lo]["ppl"] - res[hi]["ppl"]
+    # headroom: the datastore helps with the better key, and the two keys differ (there is something to choose)
+    m["knn_best_gain"] = m["lm_ppl_knn_eval"] - min(m["knn_ppl_attn"], m["knn_ppl_ffn"])
+    m["knn_key_spread"] = abs(m["knn_ppl_attn"] - m["knn_ppl_ffn"])
+    m["disp_key_spread"] = abs(m["disp_key_attn"] - m["disp_key_ffn"])  # the criterion separates the keys
     ctx.log(f"kNN-LM: {res}")
     return m
 
 
 def _push_train(cfg, seed, blocks_a, blocks_b, lam, mode, vocab):
+    """One push-away training run (λ = 0: the baseline); returns the model and its measured budget."""
     torch.manual_seed(seed)
     model = __import__("transformers").AutoModelForCausalLM.from_config(
         tiny_config("llama", vocab_size=vocab, d_model=cfg.push_d_model, n_layers=2, n_heads=4, max_len=cfg.tiny_seq)
@@ -187,15 +226,14 @@ def _push_train(cfg, seed, blocks_a, blocks_b, lam, mode, vocab):
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / 30))
     gen = torch.Generator().manual_seed(seed)
     push = PushAway(PushAwayConfig(lam=lam, mode=mode), generator=torch.Generator().manual_seed(seed + 7))
-    rng = random.Random(seed)
     model.train()
     with push.track(model):  # records the last block's output (before the final norm) on every forward pass
-        _push_loop(cfg, model, opt, sched, gen, push, blocks_a, blocks_b)
-    rng.random()
-    return model.eval()
+        budget = _push_loop(cfg, model, opt, sched, gen, push, blocks_a, blocks_b)
+    return model.eval(), budget
 
 
-def _push_loop(cfg, model, opt, sched, gen, push, blocks_a, blocks_b):
+def _push_loop(cfg, model, opt, sched, gen, push, blocks_a, blocks_b) -> dict[str, int]:
+    steps = tokens = 0
     for _ in range(cfg.push_steps):
         if blocks_b is None:
             ids, dom = blocks_a[torch.randint(len(blocks_a), (cfg.push_batch,), generator=gen)], None
@@ -208,13 +246,15 @@ def _push_loop(cfg, model, opt, sched, gen, push, blocks_a, blocks_b):
                 ]
             )
             dom = torch.tensor([0] * h + [1] * (cfg.push_batch - h))
-        out = model(input_ids=ids, labels=ids, output_hidden_states=True)
+        out = model(input_ids=ids, labels=ids)
         loss = out.loss + push(model, ids, None, out, domain_of_row=dom)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
         sched.step()
+        steps, tokens = steps + 1, tokens + ids.numel()
+    return {"steps": steps, "tokens": tokens}
 
 
 @torch.no_grad()
@@ -224,6 +264,15 @@ def _test_ppl_disp(model, blocks) -> tuple[float, float]:
     return float(np.exp(np.log(s["ppl"]).mean())), float(block_dispersion(model, blocks, -1).mean())
 
 
+def _unigram_ppl(train: torch.Tensor, test: torch.Tensor, vocab: int) -> float:
+    """Perplexity of an add-one-smoothed unigram model of ``train``'s predicted tokens on ``test``'s (positions ≥ 1,
+    as segment_stats scores them; geometric mean over blocks)."""
+    counts = torch.bincount(train[:, 1:].reshape(-1), minlength=vocab).double() + 1.0
+    logp = torch.log(counts / counts.sum())
+    nll = -logp[test[:, 1:]].mean(1)  # per block
+    return float(np.exp(nll.mean().item()))
+
+
 def _push_part(cfg: DispersionConfig, seed: int, ctx, m: dict) -> dict:
     _, tok = zoo.load(_tiny_spec(cfg, cfg.tiny_sizes[0]).name, seed=seed)  # the zoo's BPE tokenizer of this seed
     wiki, code = (load_domain(d) for d in cfg.push_domains)
@@ -231,16 +280,40 @@ def _push_part(cfg: DispersionConfig, seed: int, ctx, m: dict) -> dict:
     tr_w, te_w = (encode_stream(tok, x, cfg.tiny_seq) for x in (train_split(wiki)[:n], test_split(wiki)[:k]))
     tr_c, te_c = (encode_stream(tok, x, cfg.tiny_seq) for x in (train_split(code)[:n], test_split(code)[:k]))
     te_w, te_c = te_w[:64], te_c[:64]
-    for name, lam, mode, b in (
+    arms = (
         ("single_base", 0.0, "single", None),
         ("single_push", cfg.push_lam_single, "single", None),
         ("cross_base", 0.0, "cross", tr_c),
         ("cross_push", cfg.push_lam_cross, "cross", tr_c),
-    ):
-        model = _push_train(cfg, seed, tr_w, b, lam, mode, len(tok))
-        test = te_w if b is None else torch.cat([te_w[:32], te_c[:32]])
-        m[f"ppl_{name}"], m[f"disp_{name}"] = _test_ppl_disp(model, test)
+    )
+    got = {name: {"ppl": [], "disp": [], "steps": 0, "tokens": 0} for name, *_ in arms}
+    # push_replicates paired trainings per seed (initialisation and data order from seed + 1000·r, the same for the
+    # arm with and without the term): more replicates per seed is the cheap way to power the small PPL differences
+    for r in range(cfg.push_replicates):
+        for name, lam, mode, b in arms:
+            model, budget = _push_train(cfg, seed + 1000 * r, tr_w, b, lam, mode, len(tok))
+            test = te_w if b is None else torch.cat([te_w[:32], te_c[:32]])
+            ppl, disp = _test_ppl_disp(model, test)
+            got[name]["ppl"].append(ppl)
+            got[name]["disp"].append(disp)
+            got[name]["steps"] += budget["steps"]
+            got[name]["tokens"] += budget["tokens"]
+    for name, g in got.items():
+        m[f"ppl_{name}"], m[f"disp_{name}"] = float(np.mean(g["ppl"])), float(np.mean(g["disp"]))
+        m[f"steps_{name}"], m[f"tokens_{name}"] = float(g["steps"]), float(g["tokens"])
         ctx.log(f"push-away {name}: test PPL {m[f'ppl_{name}']:.1f}, dispersion {m[f'disp_{name}']:.3f}")
+    for setting in ("single", "cross"):
+        push, base = got[f"{setting}_push"], got[f"{setting}_base"]
+        # budget parity: optimizer steps and training tokens of the two arms, as measured
+        m[f"budget_dev_{setting}"] = max(abs(push[k] / base[k] - 1.0) for k in ("steps", "tokens"))
+        # non-degenerate arm: how much the term raised the dispersion of the vectors it acts on
+        m[f"disp_gain_{setting}"] = m[f"disp_{setting}_push"] - m[f"disp_{setting}_base"]
+        # testbed: the baseline learned more than token frequencies (nats per token below a unigram model of its
+        # training blocks, add-one smoothed, on the same test blocks)
+        train = tr_w if setting == "single" else torch.cat([tr_w, tr_c])
+        test = te_w if setting == "single" else torch.cat([te_w[:32], te_c[:32]])
+        m[f"ppl_{setting}_unigram"] = _unigram_ppl(train, test, len(tok))
+        m[f"logppl_gain_{setting}_base"] = float(np.log(m[f"ppl_{setting}_unigram"]) - np.log(m[f"ppl_{setting}_base"]))
     return m
 
 

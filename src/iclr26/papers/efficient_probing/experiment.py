@@ -107,7 +107,7 @@ def _fit_probe(name: str, cfg: Cfg, tokens: torch.Tensor, labels: torch.Tensor, 
         return probe_accuracy(probe, tokens[val], labels[val]), (probe, losses)
 
     res = tune_on_grid(evaluate, cfg.lr_grid, max_extensions=cfg.lr_extensions)
-    return res.score, res.best, res.payload[0], res.payload[1], res.at_edge
+    return res.score, res.best, res.payload[0], res.payload[1], res.at_edge, len(res.grid)
 
 
 def _run(cfg: Cfg, seed: int, ctx) -> dict[str, float]:
@@ -133,8 +133,9 @@ def _run(cfg: Cfg, seed: int, ctx) -> dict[str, float]:
         for enc_name, enc, names in (("", encoder, PROBES), ("_random", random_encoder, FLOOR_PROBES)):
             tok_train, tok_test = extract_tokens(enc, train[0]), extract_tokens(enc, test[0])
             for name in tqdm(names, desc=f"probes on {ds}{enc_name}", leave=False):
-                _, lr, probe, losses, at_edge = _fit_probe(name, cfg, tok_train, train[1], seed)
+                _, lr, probe, losses, at_edge, n_lr = _fit_probe(name, cfg, tok_train, train[1], seed)
                 edges.append(at_edge)
+                metrics[f"lr_candidates_{name}_{ds}{enc_name}"] = float(n_lr)
                 curves[f"{name}_{ds}{enc_name}_train_loss"] = losses
                 metrics[f"acc_{name}_{ds}{enc_name}"] = probe_accuracy(probe, tok_test, test[1])
                 metrics[f"log10_lr_{name}_{ds}{enc_name}"] = math.log10(lr)
@@ -143,6 +144,9 @@ def _run(cfg: Cfg, seed: int, ctx) -> dict[str, float]:
         for sfx in ("", "_random"):
             lp = max(metrics[f"acc_lp_cls_{ds}{sfx}"], metrics[f"acc_lp_gap_{ds}{sfx}"])
             metrics[f"ep_gain_{ds}{sfx}"] = metrics[f"acc_ep_{ds}{sfx}"] - lp
+        metrics[f"acc_best_attentive_{ds}"] = max(
+            metrics[f"acc_{p}_{ds}"] for p in ("aim", "mhca", "simpool", "abmilp")
+        )
     metrics["lr_at_edge_frac"] = float(sum(edges) / len(edges))
     ctx.save_artifact("curves", curves)
     return metrics

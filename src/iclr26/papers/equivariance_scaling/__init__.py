@@ -116,30 +116,75 @@ _PAPER = (
     "exponent values not retrieved"
 )
 
+_DET = dict(deterministic=True)
+
 CLAIMS = [
+    # --- gates -------------------------------------------------------------------------------------------------
+    Claim(
+        "params-matched",
+        "Budget parity: at the middle size tier (the data sweep's) the three architectures' parameter counts are "
+        "within 10 % of each other",
+        checks=(Check("params_spread_mid", "<", 0.11, 0.01, **_DET),),
+        role="budget",
+    ),
+    Claim(
+        "params-matched-all-tiers",
+        "Budget parity across the size sweep: at every size tier the architectures' parameter counts are within 10 %",
+        checks=(Check("params_spread", "<", 0.11, 0.01, **_DET),),
+        role="budget",
+    ),
+    Claim(
+        "trained-to-convergence",
+        "Budget: every run of every architecture stopped on its validation loss before the step cap (no truncated "
+        "budget decides an exponent)",
+        checks=tuple(Check(f"converged_frac_{a}", ">", 0.98, 0.01, **_DET) for a in ARCHS),
+        role="budget",
+    ),
+    Claim(
+        "symmetry-differs",
+        "Non-degenerate: the e3nn models are rotation invariant (relative energy change under random rotations below "
+        "1e-4) and the unconstrained model is not (above 1e-2): the arms differ in what the claims are about",
+        checks=(
+            Check("equiv_err_l1", "<", 1e-4),
+            Check("equiv_err_l2", "<", 1e-4),
+            Check("equiv_err_u", ">", 1e-2),
+        ),
+        role="non-degenerate",
+    ),
+    Claim(
+        "size-sweep-spans",
+        "Non-degenerate: the size sweep spans at least a factor 1.9 in parameters for every architecture",
+        checks=tuple(Check(f"params_range_{a}", ">", 1.9, 0.01, **_DET) for a in ARCHS),
+        role="non-degenerate",
+    ),
+    # --- the paper's claims --------------------------------------------------------------------------------------
     Claim(
         "equivariant-data-exponent",
         "Equivariant models have a larger data-scaling exponent β than an unconstrained model of the same size.",
         checks=(Check("beta_l1", ">", "beta_u"), Check("beta_l2", ">", "beta_u")),
         paper=_PAPER,
+        requires=("params-matched", "trained-to-convergence", "symmetry-differs"),
     ),
     Claim(
         "higher-order-data-exponent",
         "A higher tensor order (ℓ_max = 2 vs 1) gives a larger data-scaling exponent β.",
         checks=(Check("beta_l2", ">", "beta_l1"),),
         paper=_PAPER,
+        requires=("params-matched", "trained-to-convergence", "symmetry-differs"),
     ),
     Claim(
         "compute-exponent-ordering",
         "The compute-frontier exponent γ is ordered unconstrained < ℓ_max = 1 < ℓ_max = 2 (gaps widen with compute).",
         checks=(Check("gamma_l1", ">", "gamma_u"), Check("gamma_l2", ">", "gamma_l1")),
         paper=_PAPER,
+        requires=("params-matched", "trained-to-convergence", "symmetry-differs"),
     ),
     Claim(
         "equivariant-parameter-exponent",
         "Equivariant models have a larger parameter-scaling exponent α than the unconstrained model.",
         checks=(Check("alpha_l1", ">", "alpha_u"), Check("alpha_l2", ">", "alpha_u")),
         paper=_PAPER,
+        requires=("params-matched-all-tiers", "trained-to-convergence", "symmetry-differs", "size-sweep-spans"),
     ),
     Claim(
         "real-potential-data-exponent",
@@ -147,8 +192,10 @@ CLAIMS = [
         checks=(Check("beta_emt_l2", ">", "beta_emt_u"),),
         paper=_PAPER,
         when="emt",
+        requires=("params-matched", "trained-to-convergence", "symmetry-differs"),
     ),
 ]
+HEADLINE = "equivariant-data-exponent"
 
 METRICS = {
     **{
@@ -169,6 +216,9 @@ METRICS = {
     },
     **{f"equiv_err_{a}": f"max relative change of E under random rotations, trained middle-size {a}" for a in ARCHS},
     **{f"beta_emt_{a}": f"data exponent β of {a} on EMT Cu3Au3 clusters (middle size)" for a in ("u", "l2")},
+    "params_spread_mid": "(max − min)/max of the three architectures' parameter counts at the middle size tier",
+    "params_spread": "max over size tiers of (max − min)/max of the three architectures' parameter counts",
+    **{f"params_range_{a}": f"largest / smallest parameter count of {a} in the size sweep" for a in ARCHS},
     **{f"steps_used_{a}": f"mean optimiser steps per synthetic-potential run of {a} (the budget used)" for a in ARCHS},
     **{
         f"converged_frac_{a}": f"share of {a}'s synthetic-potential runs that stopped on the validation loss before "

@@ -136,6 +136,16 @@ def _run(cfg: Cfg, seed: int, ctx) -> dict[str, float]:
         metrics[f"params_{arch}"] = main[0]["params"]
         metrics[f"loss_{arch}_dmax"] = next(r["loss"] for r in main if r["D"] == d_max)
         metrics[f"equiv_err_{arch}"] = next(r["equiv"]["energy_rel_error"] for r in main if "equiv" in r)
+    # parameter parity per size tier (the architectures are matched to the ℓ = 2 model) and the size sweep's span
+    spreads = []
+    for tier in cfg.size_tiers:
+        counts = [r["params"] for r in runs if r["tier"] == tier and r["D"] == d_max]
+        spreads.append((max(counts) - min(counts)) / max(counts))
+    metrics["params_spread"] = float(max(spreads))
+    metrics["params_spread_mid"] = float(spreads[list(cfg.size_tiers).index(mid)])
+    for arch in ARCHS:
+        counts = [r["params"] for r in runs if r["arch"] == arch and r["D"] == d_max]
+        metrics[f"params_range_{arch}"] = float(max(counts) / min(counts))
     for arch in ARCHS:  # the budget actually used: convergence, not a shared step count, ends each run
         mine = [r for r in runs if r["arch"] == arch]
         metrics[f"steps_used_{arch}"] = float(np.mean([r["steps_used"] for r in mine]))

@@ -56,6 +56,9 @@ def _attribution(cfg: Cfg, seed: int, interacting: bool, ctx, prefix: str) -> tu
     Sf, yf, Sh, yh = S[: cfg.n_fit], y[: cfg.n_fit], S[cfg.n_fit :], y[cfg.n_fit :]
     kernel = KernelSurrogate(_krr(cfg)).fit(Sf, yf)
     linear = LinearSurrogate().fit(Sf, yf)
+    # negative control: the same kernel surrogate fitted on targets shuffled across the subsets (junk labels)
+    rng = np.random.default_rng([seed, 31])
+    shuffled = KernelSurrogate(_krr(cfg)).fit(Sf, rng.permutation(yf))
 
     def influence_model(Z):
         return F1 + (np.atleast_2d(Z) - 1.0) @ I
@@ -66,13 +69,28 @@ def _attribution(cfg: Cfg, seed: int, interacting: bool, ctx, prefix: str) -> tu
         ph = predict(Sh)
         out[f"{prefix}heldout_spearman_{name}"] = float(spearmanr(ph, yh)[0])
         out[f"{prefix}heldout_r2_{name}"] = float(1 - np.mean((ph - yh) ** 2) / np.var(yh))
+    r_sh = _loo_eval("shuffled", shuffled.predict, K, loo, out, prefix)
+    r_lin, r_inf = out[f"{prefix}loo_pearson_linear"], out[f"{prefix}loo_pearson_influence"]
+    out[f"{prefix}loo_pearson_best_baseline"] = max(r_lin, r_inf)
+    out[f"{prefix}loo_shuffled_excess"] = min(out[f"{prefix}loo_pearson_shuffled"] - r_lin,
+                                              out[f"{prefix}loo_pearson_shuffled"] - r_inf)  # fmt: skip
+    preds["shuffled"] = r_sh
     beta = linear.coef_
     out[f"{prefix}grad_relerr"] = float(np.linalg.norm(beta - I) / np.linalg.norm(beta))
     art = {"roles": prob.roles, "loo_true": loo, "loo_pred": preds, "influence": I, "beta": beta}
     if interacting:
-        for name, predict in (("kernel", kernel.predict), ("linear", linear.predict), ("influence", influence_model)):
-            out[f"select_loss_{name}"] = model.F(select_subset(predict, K))
+        picks = {}
+        for name, predict in (("kernel", kernel.predict), ("linear", linear.predict), ("influence", influence_model),
+                              ("shuffled", shuffled.predict)):  # fmt: skip
+            picks[name] = select_subset(predict, K)
+            out[f"select_loss_{name}"] = model.F(picks[name])
         out["select_loss_all"] = F1
+        # headroom: the best exact loss found among the evaluated subsets and the single-task flips of each selection
+        flips = [np.abs(picks[n] - e) for n in ("kernel", "linear", "influence") for e in np.eye(K)]
+        found = [model.F(f) for f in flips if f.any()]
+        out["select_loss_best_found"] = float(min(min(found), y.min(), *(out[f"select_loss_{n}"] for n in picks)))
+        out["select_shuffled_excess"] = max(out["select_loss_shuffled"] - out["select_loss_linear"],
+                                            out["select_loss_shuffled"] - out["select_loss_influence"])  # fmt: skip
         # Hessian of the exact F(s) at s = 1 by central differences of the exact gradient (weighted ERM).
         H = np.stack(
             [
@@ -84,6 +102,11 @@ def _attribution(cfg: Cfg, seed: int, interacting: bool, ctx, prefix: str) -> tu
         H = 0.5 * (H + H.T)
         pred_beta = second_order_linear_coefficients(I, H, cfg.p)
         out["prop31_relerr"] = float(np.linalg.norm(beta - pred_beta) / np.linalg.norm(beta))
+        # negative control: the same formula with H replaced by a random symmetric matrix of the same Frobenius norm
+        R = rng.standard_normal((K, K))
+        R = (R + R.T) * (np.linalg.norm(H) / np.linalg.norm(R + R.T))
+        junk_beta = second_order_linear_coefficients(I, R, cfg.p)
+        out["prop31_relerr_junk"] = float(np.linalg.norm(beta - junk_beta) / np.linalg.norm(beta))
         art["beta_second_order"] = pred_beta
     ctx.log(
         f"{prefix or 'interacting: '}LOO r kernel {out[prefix + 'loo_pearson_kernel']:.3f} linear "
@@ -146,6 +169,10 @@ def _gradient_estimation(cfg: Cfg, seed: int, ctx) -> tuple[dict, dict]:
         F0 = est.base_loss()
         out[f"gradest_relerr{tag}"] = float(np.mean(np.abs(Fh - F) / F))
         out[f"gradest_base_relerr{tag}"] = float(np.mean(np.abs(F0 - F) / F))
+        if not tag:  # negative control: the estimator with its per-example gradients shuffled across examples
+            Fj = np.array([est.shuffled(seed).estimate(s) for s in S])
+            junk = out["gradest_relerr_shuffled"] = float(np.mean(np.abs(Fj - F) / F))
+            out["gradest_shuffled_excess"] = max(junk - 0.02, junk - out["gradest_base_relerr"])
         if not tag:
             out["gradest_unexplained"] = float(np.mean(np.abs(Fh - F)) / np.mean(np.abs(F0 - F)))
             out["gradest_spearman"] = float(spearmanr(Fh, F)[0]) if n > 2 else float("nan")

@@ -54,7 +54,8 @@ class Cfg:
     n_eval: int = 30  # problems per target language and scenario
     n_probe: int = 40
     smollm2: bool = True
-    smollm2_concepts: int = 12  # concepts per seed (subsampled) for the real-model probes
+    smollm2_concepts: int = 16  # concepts per seed for the real-model lens probes (disjoint slices of 48)
+    smollm2_sentences: int = 20  # parallel sentences per seed for the real-model similarity (disjoint slices of 60)
 
 
 CONFIGS = {
@@ -80,12 +81,13 @@ CONFIGS = {
         n_finetune=2500,
         n_eval=300,
         n_probe=200,
-        smollm2_concepts=16,
+        smollm2_concepts=9,  # 5 seeds: 5 disjoint slices of the 48 concepts and of the 60 sentences
+        smollm2_sentences=12,
     ),
 }
 
 ACCEPTS_MODEL = True  # --model replaces SmolLM2-135M in the real-model probes (metrics *_smollm2)
-VERSION = 2  # bump when the method or the protocol changes: it enters the run key
+VERSION = 3  # bump when the method or the protocol changes: it enters the run key
 EXPECTED_SECONDS = {  # wall seconds on a 2-core CPU with cached models
     "smoke": 15,  # measured: 14.1 s for the test suite's smoke run (2 seeds, cached models, busy machine)
     "quick": 520,  # VERSION 2: 282 s CPU (931 s wall on an oversubscribed machine); VERSION 1: 514 s wall
@@ -94,7 +96,27 @@ EXPECTED_SECONDS = {  # wall seconds on a 2-core CPU with cached models
 
 CONDITIONS = ("pre", "full", "last", "first", "random")
 
+
+def _within_10pct(metric: str) -> Check:
+    """Budget parity: ``metric`` (the largest relative deviation of two arms' measured budgets) is below 0.1."""
+    return Check(metric, "<", 0.2, 0.1, deterministic=True)  # 0.2 − 0.1: the deviation must stay below 0.1
+
+
 CLAIMS = [
+    Claim(
+        "tiny-solves-task",
+        "Testbed: the untuned tiny model solves target-language problems (monolingual task accuracy > 0.3; chance "
+        "≈ 0.05), so a consistency bottleneck can be told from a transfer failure",
+        (Check("task_pre_mono", ">", 0.3),),
+        role="testbed",
+    ),
+    Claim(
+        "tiny-english-consistent",
+        "Positive control: asked in English for English, the untuned model answers in English (consistency > 0.9), "
+        "so low consistency elsewhere is not an artefact of the language identification or of decoding",
+        (Check("cons_pre_en", ">", 0.9),),
+        role="positive control",
+    ),
     Claim(
         "consistency-bottleneck",
         "The untuned model solves target-language problems but answers in the wrong language, worst when the "
@@ -104,6 +126,21 @@ CLAIMS = [
             Check("cons_pre_mono", ">", "cons_pre_codemixed"),
         ),
         paper="Qwen-3-32B code-mixed MMLU: task 60.51%, consistency 8.35%; monolingual MGSM consistency 65.56%",
+        requires=("tiny-solves-task", "tiny-english-consistent"),
+    ),
+    Claim(
+        "tiny-lens-sees-target",
+        "Testbed: at the last layer the lens reads the target language at the positions that predict the "
+        "(teacher-forced) target-language output (share > 0.5), so the lens can see the output language",
+        (Check("p_target_last", ">", 0.5),),
+        role="testbed",
+    ),
+    Claim(
+        "tiny-probe-sees-meaning",
+        "Positive control: at some layer parallel prompts are more similar than mismatched ones after centring "
+        "(gap > 0.02), so the similarity probe sees shared meaning at all",
+        (Check("sim_gap_max", ">", 0.02),),
+        role="positive control",
     ),
     Claim(
         "three-phases",
@@ -116,20 +153,68 @@ CLAIMS = [
             Check("p_target_last", ">", "p_target_mid"),
         ),
         paper="similarity 0.95–0.99 in middle layers, drop after layer ~55 (Qwen-3-32B) / ~24–30 (BLOOM)",
+        requires=("tiny-lens-sees-target", "tiny-probe-sees-meaning"),
+    ),
+    Claim(
+        "smollm2-translates",
+        "Testbed: SmolLM2-135M does the few-shot word translation at all: the target word's first token is in its "
+        "top 10 at the last layer for more than half of the items",
+        (Check("top10_target_last_smollm2", ">", 0.5),),
+        role="testbed",
+        when="smollm2",
+    ),
+    Claim(
+        "smollm2-probe-sees-meaning",
+        "Positive control: at some layer SmolLM2's parallel sentences are more similar than mismatched ones after "
+        "centring (gap > 0.02)",
+        (Check("sim_gap_max_smollm2", ">", 0.02),),
+        role="positive control",
+        when="smollm2",
     ),
     Claim(
         "three-phases-smollm2",
         "On SmolLM2-135M: parallel EN/FR/ES/DE sentences, beyond mismatched ones (centred states), are more similar "
-        "in the middle than at the embeddings and at the last layer; in the middle layers the lens ranks the English "
-        "word above the target word, which wins at the end.",
+        "in the middle than at the embeddings and at the last layer (the similarity half of the three phases).",
         checks=(
             Check("sim_gap_mid_smollm2", ">", "sim_gap_emb_smollm2"),
             Check("sim_gap_mid_smollm2", ">", "sim_gap_last_smollm2"),
+        ),
+        paper="similarity 0.95–0.99 in middle layers, drop in the last layers (Qwen-3-32B, BLOOM)",
+        when="smollm2",
+        requires=("smollm2-probe-sees-meaning",),
+    ),
+    Claim(
+        "english-latent-smollm2",
+        "On SmolLM2-135M: in the middle layers the lens ranks the English word above the target-language word, "
+        "which wins at the end (the lens half of the three phases, few-shot word translation).",
+        checks=(
             Check("rank_en_mid_smollm2", "<", "rank_target_mid_smollm2"),
             Check("p_target_last_smollm2", ">", "p_en_last_smollm2"),
         ),
         paper="middle layers English-dominated; target-language probability overtakes English only in the last layers",
         when="smollm2",
+        requires=("smollm2-translates",),
+    ),
+    Claim(
+        "tuning-budget",
+        "Budget parity: every tuned arm takes the same measured optimizer steps as last-k tuning, and the first-k "
+        "and random-k arms train as many parameters (within 10 %)",
+        (_within_10pct("budget_dev_first"), _within_10pct("budget_dev_random"), _within_10pct("budget_dev_full")),
+        role="budget",
+    ),
+    Claim(
+        "full-reaches-consistency",
+        "Headroom: the full fine-tuning reference, with the same data and steps, reaches the claimed 95% consistency "
+        "(else no arm of this testbed can show it)",
+        (Check("cons_full", ">", 0.95),),
+        role="headroom",
+    ),
+    Claim(
+        "full-keeps-task",
+        "Testbed: the full fine-tuning reference keeps the task (accuracy at most 10 points below the untuned "
+        "model's), so 'within 3 points of full tuning' is not a comparison of two collapsed arms",
+        (Check("task_full", ">", "task_pre", -0.1),),
+        role="testbed",
     ),
     Claim(
         "last-k-matches-full",
@@ -141,12 +226,21 @@ CLAIMS = [
             Check("frac_last", "<", 0.26, 0.01, deterministic=True),  # a parameter count: the same on every seed
         ),
         paper="Qwen-3-32B last 2 layers (1.5B/32B params): consistency 99.20–99.83% vs full 99.47–100%",
+        requires=("tuning-budget", "full-reaches-consistency", "full-keeps-task"),
+    ),
+    Claim(
+        "last-tuning-acts",
+        "Non-degenerate: tuning the last k layers changes the output language (consistency up by more than 0.1 over "
+        "the untuned model)",
+        (Check("cons_last", ">", "cons_pre", 0.1),),
+        role="non-degenerate",
     ),
     Claim(
         "first-random-worse",
         "Tuning the first k or k random layers gives lower consistency than the last k.",
         checks=(Check("cons_last", ">", "cons_first"), Check("cons_last", ">", "cons_random")),
         paper="random layers, Qwen monolingual MGSM: consistency ~65.9%, task 0.13%",
+        requires=("tuning-budget", "last-tuning-acts"),
     ),
 ]
 
@@ -167,6 +261,7 @@ _LENS = {
     "texts subtracted at each layer), embeddings",
     "sim_gap_mid": "the same, mean over the middle third of blocks",
     "sim_gap_last": "the same, last block",
+    "sim_gap_max": "the largest of the centred parallel-minus-mismatched gaps over the embeddings and all blocks",
 }
 _RANKS = {
     "rank_en_mid": "mean log10(1 + rank) of the English word's first token in the logit lens at the last prompt "
@@ -200,4 +295,15 @@ METRICS = {
         "few-shot word translation (lens probability of the first token of the target word vs its English translation)"
         for k, v in {**_LENS, **_RANKS}.items()
     },
+    "top1_target_last_smollm2": "SmolLM2-135M: share of translation items whose target word's first token is the "
+    "model's top-1 next token (last layer)",
+    "top10_target_last_smollm2": "SmolLM2-135M: the same, in the top 10",
+    "n_lens_items_smollm2": "SmolLM2-135M: translation items measured per seed (16 concepts × 2 directions, less "
+    "items whose English and target words share a first token)",
+    **{f"steps_{cond}": f"[{cond}] optimizer steps of the fine-tuning, as run" for cond in CONDITIONS[1:]},
+    "budget_dev_first": "largest relative difference of steps and trained-parameter fraction, first-k vs last-k",
+    "budget_dev_random": "the same, random-k vs last-k",
+    "budget_dev_full": "relative difference of optimizer steps, full vs last-k tuning",
+    "cons_pre_en": "[pre] share of greedy outputs in English for English prompts asking for English (positive control)",
+    "task_pre_en": "[pre] task accuracy on those English prompts",
 }

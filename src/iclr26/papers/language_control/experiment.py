@@ -99,6 +99,24 @@ def evaluate(model, tok, world: LanguageWorld, n: int, seed: int) -> dict[str, f
     return res
 
 
+@torch.no_grad()
+def evaluate_english(model, tok, world: LanguageWorld, n: int, seed: int) -> dict[str, float]:
+    """Positive control of the consistency metric: English prompts that ask for English (scenario mono, target en)."""
+    rng = random.Random(f"eval-{seed}-en")
+    cons, task = [], []
+    items = [(p, tok(" ".join(world.scenario("mono", "en", p)))["input_ids"]) for p in world.problems(n, rng)]
+    for length in sorted({len(x[1]) for x in items}):
+        group = [x for x in items if len(x[1]) == length]
+        ids = torch.tensor([x[1] for x in group])
+        out = model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), max_new_tokens=14, do_sample=False,
+                             pad_token_id=tok.pad_token_id, eos_token_id=tok.eos_token_id)  # fmt: skip
+        for (p, _), row in zip(group, out[:, length:]):
+            text = tok.decode(row, skip_special_tokens=True)
+            cons.append(world.language_of(text) == "en")
+            task.append(world.answer_of(text) == p.answer)
+    return {"cons": float(np.mean(cons)), "task": float(np.mean(task))}
+
+
 def probes(model, tok, world: LanguageWorld, n: int, seed: int) -> dict[str, list[float]]:
     """Per-layer target/English lens shares on target-language outputs and EN–Lx cross-lingual similarity."""
     rng = random.Random(f"probe-{seed}")
@@ -178,6 +196,7 @@ def run(cfg: Cfg, seed: int, ctx) -> dict[str, float]:
         p_target_mid=_mid(pr["p_target"]),
         p_target_last=pr["p_target"][-1],
         p_en_last=pr["p_en"][-1],
+        sim_gap_max=float(np.max(pr["sim_gap"])),
     )
     ft_data = finetune_set(world, cfg.n_finetune, random.Random(f"ft-{seed}"))
     strategies = {"full": "all", "last": "last", "first": "first", "random": "random"}
@@ -199,14 +218,25 @@ def run(cfg: Cfg, seed: int, ctx) -> dict[str, float]:
                 ),
             )
             metrics[f"frac_{cond}"] = res.trainable_fraction
+            metrics[f"steps_{cond}"] = float(len(res.losses))  # optimizer steps, as run
             curves[f"layers_{cond}"] = res.layers
             if cond == "last":
                 curves["probes_tiny_last"] = probes(model, tok, world, cfg.n_probe, seed)
         ev = evaluate(model, tok, world, cfg.n_eval, seed)
+        if cond == "pre":
+            en = evaluate_english(model, tok, world, cfg.n_eval, seed)
+            metrics["cons_pre_en"], metrics["task_pre_en"] = en["cons"], en["task"]
         for key, v in ev.items():
             kind, _, sc = key.partition("_")
             metrics[f"{kind}_{cond}" + (f"_{sc}" if sc else "")] = v
         ctx.log(f"{cond}: consistency {ev['cons']:.3f}, task {ev['task']:.3f}")
+    # budget parity of the tuned arms: optimizer steps, and trained parameters among the k-block strategies
+    for cond in ("first", "random"):
+        metrics[f"budget_dev_{cond}"] = max(
+            abs(metrics[f"steps_{cond}"] / metrics["steps_last"] - 1),
+            abs(metrics[f"frac_{cond}"] / metrics["frac_last"] - 1),
+        )
+    metrics["budget_dev_full"] = abs(metrics["steps_full"] / metrics["steps_last"] - 1)  # steps only: full trains all
     ctx.save_artifact(f"curves-seed{seed}", curves)
     return metrics
 

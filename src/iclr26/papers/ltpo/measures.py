@@ -39,9 +39,10 @@ def auroc(score, label) -> float:
     return float(((pos[:, None] > neg[None]).sum() + 0.5 * (pos[:, None] == neg[None]).sum()) / (len(pos) * len(neg)))
 
 
-def cache_speedup(model, lps, steps: int, top_k: int, reps: int = 2) -> float:
-    """Time of ``steps`` reward passes without / with the cached prefix (best of ``reps``; same thoughts)."""
-    times = {}
+def cache_speedup(model, lps, steps: int, top_k: int, reps: int = 2) -> tuple[float, float]:
+    """(naive time / cached-prefix time of ``steps`` reward passes, best of ``reps``, the cached loop paying its
+    prefix pass; the largest |reward difference| between the two loops on the same thoughts)."""
+    times, rewards = {}, {}
     for use_cache in (True, False):
         best = float("inf")
         for _ in range(reps):
@@ -49,7 +50,7 @@ def cache_speedup(model, lps, steps: int, top_k: int, reps: int = 2) -> float:
             sc = LatentScorer(model, lps, use_cache=use_cache)  # the cached loop pays its prefix pass here
             h = sc.h0.clone()
             for _ in range(steps):
-                sc.reward(h, top_k)
+                r = sc.reward(h, top_k)
             best = min(best, time.perf_counter() - t0)
-        times[use_cache] = best
-    return times[False] / times[True]
+        times[use_cache], rewards[use_cache] = best, r
+    return times[False] / times[True], float((rewards[True] - rewards[False]).abs().max())

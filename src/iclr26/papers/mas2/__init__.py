@@ -16,24 +16,26 @@ assignment) on `n_train` queries from the uniform initial meta-agents; value-sca
 held-out L_CTO (pairs from validation-task trees) stops falling, keeping the epoch with the best validation utility
 U = mean 1[success]·c_ref(Q)/C (the paper's cost-sensitive reward with a fixed per-task normaliser). β is chosen on a
 development seed (100) by validation utility, the grid extended until the choice is interior, separately for the
-value-scaled and the unscaled arm. Baselines: best single backbone, self-consistency (3 or 5 samples), best fixed
-template (grid over all 192 templates × tools × assignments: the AFlow analogue), each chosen on validation tasks by
-*success* (ties → cheaper), and again under the cost cap "validation cost ≤ MAS²'s validation cost"; generate-once
-(MAS² without the Rectifier), unscaled DPO (ΔV ≡ 1), random meta-policy. Fixed baselines are chosen from exact values
-(closed forms) on the validation tasks; every arm is scored by one simulated run per test task (same run seeds).
-Controls: no injected failures for the Rectifier claim; a useless unseen backbone for the generalisation claim; a
-random meta-policy for CTO.
+value-scaled and the unscaled arm. Baselines, each given the one-line rectifier "retry a failed tool call"
+(`retry_rule`): best single backbone, self-consistency (3 or 5 samples), best fixed template (all 192 templates ×
+tools × assignments: the AFlow analogue), each chosen on validation tasks by simulated *success* (ties → cheaper),
+and at MAS²'s validation cost (the family's cost–success frontier there: a member or a mixture of two);
+generate-once (MAS² without the Rectifier), MAS²'s Generator and Implementer with the retry rule instead of the
+trained Rectifier, unscaled DPO (ΔV ≡ 1), random meta-policy. Every arm is scored by one simulated run per test task
+(same run seeds). Controls: no injected failures for the Rectifier claims; a useless unseen backbone for the
+generalisation claim; a random meta-policy for CTO. Gates: per-task oracles (exact values) for headroom, measured
+costs and training epochs for budget parity.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from iclr26.core.claims import Check, Claim
+from iclr26.core.claims import Check, Claim, fails
 
-VERSION = 2  # 2: continuous control metric (Implementer probabilities); β plateau rule
+VERSION = 3
 ACCEPTS_MODEL = False
-EXPECTED_SECONDS = {"smoke": 25, "quick": 520, "full": 3000}  # quick: 505 s CPU measured (VERSION 2)
+EXPECTED_SECONDS = {"smoke": 30, "quick": 450, "full": 3000}  # quick: wall with ICLR26_JOBS=2 on 2 cores
 
 
 @dataclass(frozen=True)
@@ -75,60 +77,143 @@ _FAMS = ("single", "sc", "fixed")
 CLAIMS = [
     Claim(
         "pareto",
-        "At no more than MAS²'s cost, no baseline family (best single backbone, self-consistency, best fixed "
-        "template) reaches MAS²'s success rate: MAS² is above the baselines' cost–success frontier",
-        checks=tuple(Check("success_mas2", ">", f"success_{f}_capped") for f in _FAMS),
+        "At MAS²'s cost, no baseline family (best single backbone, self-consistency, best fixed template; each with "
+        "the retry rule) reaches MAS²'s success rate: MAS² is above the baselines' cost–success frontier",
+        checks=tuple(Check("success_mas2", ">", f"success_{f}_frontier") for f in _FAMS),
         paper="on the cost–performance Pareto frontier on every benchmark (plots)",
+        requires=("frontier-budget", "oracle-headroom"),
     ),
     Claim(
         "best-success-lower-cost",
-        "MAS² has a higher success rate than each baseline tuned for success, at a lower cost",
+        "MAS² has a higher success rate than each baseline tuned for success (with the retry rule), at a lower cost",
         checks=tuple(Check("success_mas2", ">", f"success_{f}_best") for f in _FAMS)
         + tuple(Check("cost_mas2", "<", f"cost_{f}_best") for f in _FAMS),
         paper="best on all 7 benchmarks (e.g. HotpotQA 89.3 vs AFlow 77.9, ScoreFlow 86.0); Bamboogle +12.8 over "
         "GPT-4o self-consistency at ~25× lower cost",
+        requires=("success-headroom",),
     ),
     Claim(
         "rectifier",
-        "The Rectifier raises success under injected tool failures, and its gain is larger than without failures "
-        "(control: failure rate 0)",
-        checks=(Check("success_mas2", ">", "success_once"), Check("rect_gain_fail", ">", "rect_gain_nofail")),
+        "The Rectifier raises success under injected tool failures by 2 points (MAS² vs generate-once)",
+        checks=(Check("success_mas2", ">", "success_once", margin=0.02),),
         paper="w/o Rectifier: MBPP 85.2 → 81.7, HotpotQA 89.3 → 87.2, MATH 71.3 → 64.7",
+        requires=("control-no-failures",),
+    ),
+    Claim(
+        "rectifier-beats-retry",
+        "What CTO adds to the Rectifier: MAS² with its trained Rectifier beats the same Generator and Implementer "
+        "with the one-line retry rule",
+        checks=(
+            Check("success_mas2", ">", "success_mas2_retry", margin=0.01),
+            Check("utility_mas2", ">", "utility_mas2_retry"),
+        ),  # fmt: skip
+        paper="(the review's control: a 'retry on tool failure' rule; not in the paper)",
+        requires=("control-no-failures",),
     ),
     Claim(
         "unseen-backbone",
-        "A useful backbone added to the pool at test time is used without retraining and raises utility; a useless "
-        "one (control) is not used",
+        "A useful backbone added to the pool at test time is used without retraining and raises utility",
         checks=(
             Check("utility_mas2_plus_useful", ">", "utility_mas2"),
             Check("prob_useful_code", ">", "prob_useless"),
-            Check("prob_useless", "<", 0.05),
         ),
         paper="unseen Qwen3-Coder / GPT-5-Mini / Gemini-2.5-Pro in the pool: up to +15.1% (MATH 69.7 → 90.6)",
+        requires=("unseen-headroom", "control-useless-backbone"),
     ),
     Claim(
         "value-scaling",
         "Value-scaled DPO (ΔV-weighted pairs) gives a higher utility than plain DPO on the same trees",
         checks=(Check("utility_mas2", ">", "utility_unscaled"),),
         paper="not ablated in the paper; the dossier's check 'value-scaled DPO ≥ unscaled DPO'",
+        requires=("training-budget",),
     ),
     Claim(
         "cto-learns",
         "CTO-trained meta-agents beat a random meta-policy (control for the training itself)",
         checks=(Check("utility_mas2", ">", "utility_random"), Check("success_mas2", ">", "success_random")),
         paper="(implicit: every learned MAS beats untrained ones)",
+        requires=("oracle-headroom",),
+    ),
+    # ---- gates
+    Claim(
+        "frontier-budget",
+        "Budget: the single-backbone and fixed-template frontiers spend MAS²'s test cost within 10 %; the cheapest "
+        "self-consistency system spends at least 90 % of it",
+        checks=(
+            Check("cost_ratio_single_frontier", "<", 1.1),
+            Check("cost_ratio_single_frontier", ">", 0.9),
+            Check("cost_ratio_fixed_frontier", "<", 1.1),
+            Check("cost_ratio_fixed_frontier", ">", 0.9),
+            Check("cost_ratio_sc_frontier", ">", 0.9),
+        ),  # fmt: skip
+        role="budget",
+    ),
+    Claim(
+        "oracle-headroom",
+        "Testbed: the per-task utility-optimal system with the retry rule beats the fixed-template and single-backbone "
+        "frontiers at MAS²'s cost, so per-task configuration has room to win",
+        checks=(
+            Check("success_oracle_retry", ">", "success_fixed_frontier"),
+            Check("success_oracle_retry", ">", "success_single_frontier"),
+        ),  # fmt: skip
+        role="headroom",
+    ),
+    Claim(
+        "success-headroom",
+        "Testbed: the per-task most successful system (with the retry rule) beats the success-tuned baselines, so a "
+        "higher success than theirs is achievable at all",
+        checks=tuple(Check("success_ceiling", ">", f"success_{f}_best") for f in _FAMS),
+        role="headroom",
+    ),
+    Claim(
+        "control-no-failures",
+        "Negative control: without injected tool failures (failure rate 0) the Rectifier's gain is below the margin",
+        checks=(fails(Check("success_mas2_nofail", ">", "success_once_nofail", margin=0.02, deterministic=True)),),
+        role="negative control",
+        note="declared deterministic: with no failures the Rectifier can only meet rare budget overruns, and the "
+        "gain is exactly 0 on every seed (a varying gain falls back to the t-test)",
+    ),
+    Claim(
+        "unseen-headroom",
+        "Testbed: with the unseen useful backbone in the pool the per-task utility-optimal system's utility rises",
+        checks=(Check("utility_oracle_plus_useful", ">", "utility_oracle"),),
+        role="headroom",
+    ),
+    Claim(
+        "control-useless-backbone",
+        "Negative control: a useless unseen backbone (weaker and dearer than every pool member) is not used "
+        "(Implementer probability < 0.05)",
+        checks=(Check("prob_useless", "<", 0.05),),
+        role="negative control",
+    ),
+    Claim(
+        "training-budget",
+        "Budget: the value-scaled and the plain DPO arm train for the same number of epochs within 10 % (same pairs)",
+        checks=(
+            Check("epochs_ratio", "<", 1.2, margin=0.1, deterministic=True),
+            Check("epochs_ratio", ">", 0.8, margin=0.1, deterministic=True),
+        ),
+        note="plain DPO is given the value-scaled arm's epochs, so the ratio is 1 by design (declared deterministic; a "
+        "varying ratio falls back to the t-test)",
+        role="budget",
     ),
 ]
+TABLE_METRICS = ("success_oracle", "cost_oracle", "cost_oracle_retry", "success_mas2_retry_nofail",
+                 "cost_mas2_retry", "cost_single_frontier", "cost_fixed_frontier", "cost_sc_frontier")  # fmt: skip
 
 _ARMS = {
     "mas2": "MAS² (CTO, value-scaled DPO), Generator+Implementer+Rectifier, greedy",
+    "mas2_retry": "MAS²'s Generator+Implementer with the retry rule instead of the trained Rectifier (control)",
     "once": "generate-once: MAS²'s Generator+Implementer, no Rectifier",
     "unscaled": "CTO with plain DPO (ΔV ≡ 1) on the same trees, with Rectifier",
     "random": "uniformly random Generator, Implementer and Rectifier",
     "oracle": "per-task utility-optimal fixed spec (exact; testbed check, no Rectifier)",
-    **{f"{f}_best": f"{f} family, config with the best validation success (ties → cheaper)" for f in _FAMS},
+    "oracle_retry": "the same per-task specs with the retry rule (headroom)",
+    "ceiling": "per-task most successful fixed spec (exact) with the retry rule (headroom of best-success)",
+    **{f"{f}_best": f"{f} family with the retry rule, best validation success (ties → cheaper)" for f in _FAMS},
     **{
-        f"{f}_capped": f"{f} family, best validation success with validation cost ≤ MAS²'s (else its cheapest)"
+        f"{f}_frontier": f"{f} family with the retry rule at MAS²'s validation cost: the best member or mixture of two "
+        "(its cheapest member when all cost more)"
         for f in _FAMS
     },
 }
@@ -140,6 +225,13 @@ METRICS = {
     "success_once_nofail": "generate-once success with tool failure rate 0",
     "rect_gain_fail": "success_mas2 − success_once (failure rate 0.15)",
     "rect_gain_nofail": "success_mas2_nofail − success_once_nofail (control: no injected failures)",
+    "success_mas2_retry_nofail": "MAS² Generator+Implementer with the retry rule, failure rate 0",
+    "cost_mas2_val": "MAS²'s mean cost on the validation tasks (the frontier baselines' cost target)",
+    **{f"cost_ratio_{f}_frontier": f"cost_{f}_frontier / cost_mas2 (test)" for f in _FAMS},
+    "utility_oracle_plus_useful": "per-task utility-optimal fixed spec (exact) with coder-mini in the pool",
+    "epochs_run_mas2": "epochs the value-scaled arm trained (early stopping on the held-out L_CTO)",
+    "epochs_run_unscaled": "epochs the plain-DPO arm trained",
+    "epochs_ratio": "epochs_run_mas2 / epochs_run_unscaled",
     "utility_mas2_plus_useful": "MAS² utility with the unseen useful backbone (coder-mini) added to the pool",
     "success_mas2_plus_useful": "MAS² success with coder-mini added",
     "cost_mas2_plus_useful": "MAS² cost with coder-mini added",

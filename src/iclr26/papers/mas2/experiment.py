@@ -4,6 +4,7 @@ unscaled-DPO and random baselines in the symbolic agent-system world (protocol i
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from functools import lru_cache
 
 import numpy as np
@@ -16,10 +17,12 @@ from iclr26.agents.mas2.system import (
     MAS2,
     FixedMAS,
     MAS2Config,
+    MixedMAS,
     RandomMAS,
     backbone_prob,
     backbone_share,
     evaluate,
+    retry_rule,
     train_cto,
 )
 from iclr26.agents.mas2.world import (
@@ -110,12 +113,27 @@ def _class_weights(tasks) -> np.ndarray:
     return w / w.sum()
 
 
-def _pick(S: np.ndarray, C: np.ndarray, idx: list[int], cap: float | None) -> int:
-    """Best success (ties within 1e-9 → cheaper) among `idx` with cost ≤ cap; none affordable → the cheapest."""
-    ok = [i for i in idx if cap is None or C[i] <= cap]
-    if not ok:
-        return min(idx, key=lambda i: C[i])
-    return max(ok, key=lambda i: (round(S[i], 9), -C[i]))
+def _best(S: np.ndarray, C: np.ndarray, idx: list[int]) -> int:
+    """Best validation success (ties within 1e-9 → cheaper) among `idx`."""
+    return max(idx, key=lambda i: (round(S[i], 9), -C[i]))
+
+
+def _frontier(S: np.ndarray, C: np.ndarray, idx: list[int], cap: float) -> tuple[int, int, float]:
+    """The family's best success at validation cost exactly `cap`: a member, or a mixture (a, b, λ) of a member
+    cheaper and one dearer than `cap` (the upper convex hull of the family's (cost, success) points). When every
+    member costs more than `cap`, the cheapest one (λ = 1)."""
+    lo = [i for i in idx if C[i] <= cap]
+    if not lo:
+        i = min(idx, key=lambda i: (C[i], -S[i]))
+        return i, i, 1.0
+    best = (S[_best(S, C, lo)], _best(S, C, lo), _best(S, C, lo), 1.0)
+    for a in lo:
+        for b in (i for i in idx if C[i] > cap and S[i] > S[a]):
+            lam = (C[b] - cap) / (C[b] - C[a])  # λ·C_a + (1 − λ)·C_b = cap
+            val = lam * S[a] + (1 - lam) * S[b]
+            if val > best[0] + 1e-12:
+                best = (val, a, b, lam)
+    return best[1], best[2], best[3]
 
 
 def _put(out: dict, name: str, r: dict) -> None:
@@ -137,11 +155,17 @@ def _run(cfg: Cfg, seed: int, ctx) -> dict[str, float]:
     prefs, val_prefs, stats = _trees(cfg, seed)
     agents, info = train_cto(train, val, world, _mas2_cfg(cfg, beta_s, True), seed, prefs, val_prefs)
     train_seconds = time.perf_counter() - t0
-    agents_u, info_u = train_cto(train, val, world, _mas2_cfg(cfg, beta_u, False), seed, prefs, val_prefs)
+    # budget parity: plain DPO trains for exactly the epochs the value-scaled arm ran (no early stop of its own), and
+    # keeps its best-validation-utility checkpoint among them, as the value-scaled arm does
+    epochs = len(info["curve"])
+    cfg_u = replace(_mas2_cfg(cfg, beta_u, False), max_epochs=max(epochs, 1), patience=max(epochs, 1) + 1)
+    agents_u, info_u = train_cto(train, val, world, cfg_u, seed, prefs, val_prefs)
     ctx.log(f"CTO trees: {stats}; epochs kept {info['best_epoch']} (scaled), {info_u['best_epoch']} (unscaled)")
 
     out: dict[str, float] = {"beta_mas2": beta_s, "beta_unscaled": beta_u, "epochs_mas2": info["best_epoch"]}
     out["pairs"], out["train_seconds"] = len(prefs), train_seconds
+    out["epochs_run_mas2"], out["epochs_run_unscaled"] = len(info["curve"]), len(info_u["curve"])
+    out["epochs_ratio"] = out["epochs_run_mas2"] / out["epochs_run_unscaled"]
     mas2 = MAS2(agents, world)
     arms = {
         "mas2": mas2,
@@ -152,26 +176,48 @@ def _run(cfg: Cfg, seed: int, ctx) -> dict[str, float]:
     for name, system in arms.items():
         _put(out, name, evaluate(system, test, seed))
 
-    # Fixed baselines: chosen on validation tasks from exact values, scored by simulation on the test tasks.
-    specs, S, C = _spec_table(cfg)
-    wv = _class_weights(val)
-    Sv, Cv = S @ wv, C @ wv
+    # MAS²'s Generator and Implementer with the one-line retry rule instead of the trained Rectifier (control)
+    _put(out, "mas2_retry", evaluate(MAS2(agents, world, rule=retry_rule), test, seed))
+
+    # Fixed baselines, each given the retry rule: chosen on the validation tasks by simulation (same run seeds as
+    # MAS²'s validation runs), scored by simulation on the test tasks.
+    specs = world.all_specs()
+    val_runs = [evaluate(FixedMAS(world, s, retry_rule), val, seed) for s in specs]
+    Sv, Cv = np.array([r["success"] for r in val_runs]), np.array([r["cost"] for r in val_runs])
     cap = evaluate(mas2, val, seed)["cost"]
+    out["cost_mas2_val"] = cap
     picks = {}
     for fam, member in _FAMILIES.items():
         idx = [i for i, s in enumerate(specs) if member(s)]
-        for kind, c in (("best", None), ("capped", cap)):
-            i = _pick(Sv, Cv, idx, c)
-            picks[f"{fam}_{kind}"] = str(specs[i])
-            _put(out, f"{fam}_{kind}", evaluate(FixedMAS(world, specs[i]), test, seed))
+        i = _best(Sv, Cv, idx)
+        picks[f"{fam}_best"] = str(specs[i])
+        _put(out, f"{fam}_best", evaluate(FixedMAS(world, specs[i], retry_rule), test, seed))
+        a, b, lam = _frontier(Sv, Cv, idx, cap)
+        picks[f"{fam}_frontier"] = f"{lam:.3f}·{specs[a]} + {1 - lam:.3f}·{specs[b]}"
+        _put(out, f"{fam}_frontier", evaluate(MixedMAS(world, specs[a], specs[b], lam, retry_rule), test, seed))
+        out[f"cost_ratio_{fam}_frontier"] = out[f"cost_{fam}_frontier"] / out["cost_mas2"]
+    # per-task oracles from the exact (no-rectifier) values: utility-optimal and success-optimal specs per task class
+    specs0, S, C = _spec_table(cfg)
     ref = np.array([world.reference_cost(t) for t in _CLASSES])
-    oracle = {t: specs[int(np.argmax(S[:, j] * ref[j] / C[:, j]))] for j, t in enumerate(_CLASSES)}
+    oracle = {t: specs0[int(np.argmax(S[:, j] * ref[j] / C[:, j]))] for j, t in enumerate(_CLASSES)}
     _put(out, "oracle", evaluate(FixedMAS(world, oracle), test, seed))
+    _put(out, "oracle_retry", evaluate(FixedMAS(world, oracle, retry_rule), test, seed))
+    ceiling = {t: specs0[int(np.argmax(S[:, j] - 1e-9 * C[:, j]))] for j, t in enumerate(_CLASSES)}
+    _put(out, "ceiling", evaluate(FixedMAS(world, ceiling, retry_rule), test, seed))
+    # the same per-task oracle with the unseen useful backbone in the pool (headroom of the generalisation claim)
+    plus_world = world.with_pool(POOL + (UNSEEN_USEFUL,))
+    plus_specs = plus_world.all_specs()
+    oracle_plus = {}
+    for t in _CLASSES:
+        sc = [plus_world.exact_success_cost(t, sp) for sp in plus_specs]
+        oracle_plus[t] = plus_specs[int(np.argmax([s_ * world.reference_cost(t) / c_ for s_, c_ in sc]))]
+    out["utility_oracle_plus_useful"] = evaluate(FixedMAS(plus_world, oracle_plus), test, seed)["utility"]
 
     # Rectifier control: the same agents without injected failures.
     world0 = world.with_config(tool_fail=0.0)
     out["success_mas2_nofail"] = evaluate(MAS2(agents, world0), test, seed)["success"]
     out["success_once_nofail"] = evaluate(MAS2(agents, world0, rectify=False), test, seed)["success"]
+    out["success_mas2_retry_nofail"] = evaluate(MAS2(agents, world0, rule=retry_rule), test, seed)["success"]
     out["rect_gain_fail"] = out["success_mas2"] - out["success_once"]
     out["rect_gain_nofail"] = out["success_mas2_nofail"] - out["success_once_nofail"]
 
@@ -191,7 +237,8 @@ def _run(cfg: Cfg, seed: int, ctx) -> dict[str, float]:
     ctx.log(
         "success/cost: "
         + ", ".join(
-            f"{a} {out[f'success_{a}']:.3f}/{out[f'cost_{a}']:.2f}" for a in ("mas2", "once", "unscaled", "random")
+            f"{a} {out[f'success_{a}']:.3f}/{out[f'cost_{a}']:.2f}"
+            for a in ("mas2", "mas2_retry", "once", "unscaled", "random", "oracle_retry")
         )
         + " | "
         + ", ".join(f"{k} {out[f'success_{k}']:.3f}/{out[f'cost_{k}']:.2f}" for k in picks)
@@ -203,7 +250,7 @@ def _run(cfg: Cfg, seed: int, ctx) -> dict[str, float]:
         {
             "arms": {
                 k: [out[f"cost_{k}"], out[f"success_{k}"]]
-                for k in ("mas2", "once", "unscaled", "random", "oracle", *picks)
+                for k in ("mas2", "mas2_retry", "once", "unscaled", "random", "oracle", "oracle_retry", *picks)
             },
             "cloud": np.stack([C @ wt, S @ wt], 1).round(5).tolist(),
             "picks": picks,

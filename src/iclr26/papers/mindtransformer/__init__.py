@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from iclr26.core.claims import Check, Claim
+from iclr26.core.claims import Check, Claim, fails
 
 MODE2_INPUTS = (
     "per_head_q",
@@ -51,30 +51,99 @@ class Cfg:
     smol_layers: tuple[int, int] = (2, 6)
     smol_words_per_run: int = 300
     voxels_per_region: int = 40
+    noise_voxels: int = 200  # noise-only voxels: the noise floor and the RoPE contrast's negative control
     k_features: int = 16
     rho: tuple[float, float] = (0.1, 0.5)
     word_gap: float = 0.33
     tr: float = 2.0
     trim: int = 4  # paper: 10 TRs; our runs are 2-5 min long, not ~10 min
     mode2: bool = True
+    mode2_control: bool = True  # Mode 2 also in the region the hidden state drives (negative control)
+    shifted_control: bool = True  # Mode 1 again on circularly shifted regressors (negative control of recovery)
 
 
 CONFIGS = {
-    "smoke": Cfg(seeds=(0, 1), n_runs=3, tiny_words_per_run=200, smollm2=False, voxels_per_region=8),
+    "smoke": Cfg(seeds=(0, 1), n_runs=3, tiny_words_per_run=200, smollm2=False, voxels_per_region=8, noise_voxels=16),
     "quick": Cfg(),
-    "full": Cfg(seeds=(0, 1, 2, 3, 4), tiny_words_per_run=1500, smol_words_per_run=700, voxels_per_region=100),
+    "full": Cfg(
+        seeds=(0, 1, 2, 3, 4), tiny_words_per_run=1500, smol_words_per_run=700, voxels_per_region=100, noise_voxels=500
+    ),
 }
 
 ACCEPTS_MODEL = True  # --model replaces SmolLM2-135M (metrics *_smollm2); it needs rotary embeddings and smol_layers
-VERSION = 1  # bump when the method or the protocol changes: it enters the run key
+VERSION = 2  # bump when the method or the protocol changes: it enters the run key
 EXPECTED_SECONDS = {  # wall seconds on a 2-core CPU with cached models
-    "smoke": 5,  # measured: 1.6 s for the test suite's smoke run (2 seeds, cached models, busy machine)
-    "quick": 300,  # docs/papers/mindtransformer.md: 299 s wall under load ≈ 15
-    "full": 1800,  # an estimate, not measured: 2.5× the words per run and voxels, 5 seeds
+    "smoke": 8,  # measured: 1.6 s for the test suite's smoke run (2 seeds, cached models, busy machine), VERSION 1
+    "quick": 420,  # VERSION 1: 299 s wall under load ≈ 15; VERSION 2 adds a second Mode-1 pass (shifted control)
+    "full": 2400,  # an estimate, not measured: 2.5× the words per run and voxels, 5 seeds
 }
-
 _SUFFIXES = ("tiny", "smollm2")
-_SPECS = (  # (id, statement, checks of one setting, the paper's setting)
+MARGIN_R = 0.02  # the smallest difference of held-out r that counts (Mode 2 vs the hidden state)
+MARGIN_ROPE = 0.01  # the smallest RoPE gain (difference of held-out r) that counts
+
+
+def _within_10pct(metric: str) -> Check:
+    return Check(metric, "<", 0.2, 0.1, deterministic=True)  # 0.2 − 0.1: the deviation must stay below 0.1
+
+
+def _gates(m: str) -> list[Claim]:
+    """The gates of one setting (``m``: "tiny" or "smollm2"), named ``<gate>-<m>``."""
+    label, when = ("tiny model", "") if m == "tiny" else ("SmolLM2-135M", "smollm2")
+    return [
+        Claim(
+            f"signal-{m}",
+            f"[{label}] Testbed: the model's states drive detectable voxels: more than half of the generated voxels "
+            "have a best held-out r above the noise floor (the 95th percentile of noise-only voxels)",
+            (Check(f"frac_above_floor_{m}", ">", 0.5),),
+            role="testbed",
+            when=when,
+        ),
+        Claim(
+            f"shifted-control-{m}",
+            f"[{label}] Negative control: with the regressors circularly shifted by half a run, Mode 1 does not "
+            "recover the generators (voxel accuracy over all generated voxels not above 0.8; chance is 1/13)",
+            (fails(Check(f"winner_acc_shifted_{m}", ">", 0.8)),),
+            role="negative control",
+            when=when,
+        ),
+        Claim(
+            f"rope-noise-control-{m}",
+            f"[{label}] Negative control: in noise-only voxels r(q_rope) − r(q) is within ±{MARGIN_ROPE} (the "
+            "contrast does not favour either state by itself)",
+            (
+                fails(Check(f"rope_gain_noise_{m}", ">", 0.0, MARGIN_ROPE)),
+                fails(Check(f"rope_gain_noise_{m}", "<", 0.0, MARGIN_ROPE)),
+            ),
+            role="negative control",
+            when=when,
+        ),
+        Claim(
+            f"mode2-headroom-{m}",
+            f"[{label}] Headroom: the generator's own Mode-1 model beats the hidden-state baseline by more than "
+            f"{MARGIN_R} in r on the Mode-2 regions",
+            (Check(f"oracle_r_{m}", ">", f"hidden_r_{m}", MARGIN_R),),
+            role="headroom",
+            when=when,
+        ),
+        Claim(
+            f"mode2-control-{m}",
+            f"[{label}] Negative control: where the hidden state itself drives the voxels, Mode 2 (which cannot "
+            f"select it) does not beat it by {MARGIN_R}",
+            (fails(Check(f"mode2_r_ctrl_{m}", ">", f"hidden_r_ctrl_{m}", MARGIN_R)),),
+            role="negative control",
+            when=when,
+        ),
+        Claim(
+            f"mode2-budget-{m}",
+            f"[{label}] Budget parity: Mode 2 keeps as many features as the hidden state has (within 10 %)",
+            (_within_10pct(f"mode2_budget_dev_{m}"),),
+            role="budget",
+            when=when,
+        ),
+    ]
+
+
+_SPECS = (  # (id, statement, checks of one setting, the paper's setting, gates)
     (
         "recover-region",
         "Voxel-wise encoding with the 13 intra-block states (Mode 1) recovers which block state generated each "
@@ -82,6 +151,7 @@ _SPECS = (  # (id, statement, checks of one setting, the paper's setting)
         lambda m: (Check(f"region_acc_{m}", ">", 0.8),),
         "No ground truth in the paper (real fMRI); its region-wise winner maps (e.g. q_rope wins 73.88% of "
         "auditory-cortex voxels) presuppose that the winner state identifies the driving state.",
+        ("signal", "shifted-control"),
     ),
     (
         "recover-voxel",
@@ -91,33 +161,41 @@ _SPECS = (  # (id, statement, checks of one setting, the paper's setting)
         lambda m: (Check(f"winner_acc_{m}", ">", 0.8),),
         "No ground truth in the paper (real fMRI). Paper: > 90% of language-region and > 96% of sensory-region "
         "voxels are best explained by a state other than the block hidden state (21 LLMs, LPP fMRI).",
+        ("signal", "shifted-control"),
     ),
     (
         "rope-contrast",
         "Queries with RoPE explain voxels better than queries without RoPE only where the generator depends on "
-        "position: r(q_rope) − r(q) > 0 in the q_rope-driven region, and < 0 in the region driven by q itself.",
-        lambda m: (Check(f"rope_gain_pos_{m}", ">", 0.0), Check(f"rope_gain_content_{m}", "<", 0.0)),
+        f"position: r(q_rope) − r(q) > {MARGIN_ROPE} in the q_rope-driven region, and < −{MARGIN_ROPE} in the region "
+        "driven by q itself.",
+        lambda m: (
+            Check(f"rope_gain_pos_{m}", ">", 0.0, MARGIN_ROPE),
+            Check(f"rope_gain_content_{m}", "<", 0.0, MARGIN_ROPE),
+        ),
         "Auditory cortex: per-head queries with RoPE are the best state for 73.88% of voxels vs 7.82% without "
         "RoPE (LPP fMRI, group average).",
+        ("signal", "rope-noise-control"),
     ),
     (
         "mode2-beats-hidden",
         "MindTransformer's multi-state feature selection (Mode 2, budget = hidden-state width) beats the standard "
-        "block-input hidden state in regions driven by other states (mean held-out r).",
-        lambda m: (Check(f"mode2_r_{m}", ">", f"hidden_r_{m}"),),
+        f"block-input hidden state in regions driven by other states (mean held-out r, by more than {MARGIN_R}).",
+        lambda m: (Check(f"mode2_r_{m}", ">", f"hidden_r_{m}", MARGIN_R),),
         "Heschl's gyrus: r = 0.467, +0.111 (31%) over the input_hidden_state baseline (LPP fMRI).",
+        ("signal", "mode2-headroom", "mode2-control", "mode2-budget"),
     ),
 )
 # One claim per setting: the tiny model's keeps the id; the real model's ("-smollm2") is "not run" where smollm2 is off.
-CLAIMS = [
+CLAIMS = [gate for m in _SUFFIXES for gate in _gates(m)] + [
     Claim(
         cid if m == "tiny" else f"{cid}-smollm2",
         f"[{'tiny model' if m == 'tiny' else 'SmolLM2-135M'}] {statement}",
         checks=checks(m),
         paper=paper,
         when="" if m == "tiny" else "smollm2",
+        requires=tuple(f"{g}-{m}" for g in gates),
     )
-    for cid, statement, checks, paper in _SPECS
+    for cid, statement, checks, paper, gates in _SPECS
     for m in _SUFFIXES
 ]
 
@@ -136,5 +214,14 @@ METRICS = {
     "mode2_r_{m}": "mean held-out r of Mode 2 (stage 2) over the q_rope, attn_output and ffn_activated regions",
     "hidden_r_{m}": "mean held-out r of the Mode-1 input_hidden_state model (generator's block) over the same voxels",
     "mode1_best_r_{m}": "mean over generated voxels of the best Mode-1 r (any state)",
+    "winner_acc_shifted_{m}": "negative control: winner accuracy over all generated voxels when Mode 1 is fitted on "
+    "regressors circularly shifted by half a run",
+    "region_acc_shifted_{m}": "negative control: region accuracy with the shifted regressors",
+    "rope_gain_noise_{m}": "mean over noise-only voxels of r(per_head_q_rope) − r(per_head_q), early block",
+    "oracle_r_{m}": "mean held-out r of the generator's own Mode-1 model over the Mode-2 regions' voxels (headroom)",
+    "mode2_r_ctrl_{m}": "Mode 2 held-out r in the region driven by input_hidden_state (negative control)",
+    "hidden_r_ctrl_{m}": "Mode-1 input_hidden_state r in that region",
+    "mode2_budget_dev_{m}": "largest relative difference between the features Mode 2 keeps and the hidden state's "
+    "width, over the regions it ran on",
 }
 METRICS = {k.format(m=m): v for k, v in METRICS.items() for m in _SUFFIXES}

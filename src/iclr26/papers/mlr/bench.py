@@ -16,8 +16,6 @@ from transformers import AutoModelForCausalLM, PrinterCallback, TrainerCallback
 
 from iclr26.core.locks import file_lock
 from iclr26.core.paths import trained_cache_dir
-from iclr26.lm.tiny import tiny_model
-from iclr26.lm.tokenizer import build_word_tokenizer
 from iclr26.rlft.mlr import (
     MLRConfig,
     MLRSystem,
@@ -34,8 +32,8 @@ from iclr26.rlft.mlr import (
 from iclr26.rlft.mlr.world import ModProgWorld, parse_answer, step_texts
 
 from . import Cfg
+from .base import BASE_VERSION, _pretrained_base  # noqa: F401  (re-exported: tuning and experiment read them here)
 
-BASE_VERSION = 6  # bump when the world or the pretraining recipe changes (cached bases are retrained)
 SFT_FIELDS = (
     "p",
     "operations",
@@ -52,6 +50,7 @@ SFT_FIELDS = (
     "pretrain_lookups",
     "pretrain_reps",
     "pretrain_chains",
+    "pretrain_label_chains",
     "sft_lr",
     "small_lr",
     "lora_r",
@@ -60,57 +59,6 @@ SFT_FIELDS = (
     "test_horizons",
 )
 FMT = StepFormat(summarize=lambda d, c: c.split("=")[-1].strip())  # compressor: a step -> its result
-
-
-def skill_accuracy(model, tok, examples: list[tuple[str, str]]) -> float:
-    """Greedy next-token accuracy of the answers of (question, one-token answer) pairs."""
-    enc = [encode_parts(tok, [(q, False), (" " + a, True)], eos=False)[0] for q, a in examples]
-    x = torch.tensor([e + [tok.pad_token_id] * (max(map(len, enc)) - len(e)) for e in enc])
-    att = (torch.arange(x.shape[1])[None] < torch.tensor([len(e) for e in enc])[:, None]).long()
-    with torch.no_grad():
-        logits = model(input_ids=x, attention_mask=att).logits
-    at = torch.tensor([len(e) - 2 for e in enc])  # the position that predicts the answer token
-    pred = logits[torch.arange(len(enc)), at].argmax(-1)
-    return float((pred == torch.tensor([e[-1] for e in enc])).float().mean())
-
-
-def _pretrained_base(cfg: Cfg, world: ModProgWorld, ctx):
-    """The base model (component skills only), one for every seed like a pretrained LLM; trained once, cached. It
-    trains until the held-out answer NLL of its skills stops improving (the same early-stopping rule as every SFT
-    stage; cap ``pretrain_epochs``); its skill accuracies are stored beside it."""
-    key = json.dumps([BASE_VERSION, cfg.operations, cfg.p, cfg.d_model, cfg.n_layers, cfg.pretrain_epochs,
-                      cfg.pretrain_lookups, cfg.pretrain_reps, cfg.pretrain_chains, cfg.patience,
-                      cfg.base_lr])  # fmt: skip
-    d = trained_cache_dir() / "mlr-base" / hashlib.sha1(key.encode()).hexdigest()[:12]
-    tok = build_word_tokenizer(world.vocabulary_texts())
-    with file_lock(d.with_suffix(".lock"), "the MLR base model", quiet=ctx.quiet):
-        if not (d / "config.json").exists():
-            model = tiny_model("llama", seed=0, vocab_size=len(tok), d_model=cfg.d_model, n_layers=cfg.n_layers,
-                               n_heads=4, max_len=512)  # fmt: skip
-            pre = world.pretrain_examples(cfg.pretrain_lookups, reps=cfg.pretrain_reps, n_chains=cfg.pretrain_chains)
-            exs = [[(q, False), (" " + a, True)] for q, a in pre]
-            held = world.pretrain_examples(min(400, cfg.pretrain_lookups), salt="pretrain-val", reps=1)
-            looks = [e for e in held if e[0].startswith("ops")]  # held-out look-ups (none in the library world)
-            facts = [e for e in held if e[1].isdigit() and "=" in e[0]][: len(looks) or None]
-            order = [e for e in held if not e[0].startswith("ops") and e not in facts]  # letter order, library
-            chains = world.pretrain_examples(0, salt="pretrain-val", reps=0, n_chains=min(100, cfg.pretrain_chains))
-            enc = [encode_parts(tok, [(q, False), (" " + a, True)]) for q, a in looks + facts + order + chains]
-
-            @torch.no_grad()
-            def score():  # minus the held-out answer NLL (look-ups unseen in training, all facts)
-                lp = masked_logps(model, [e[0] for e in enc], [e[1] for e in enc], tok.pad_token_id)
-                return float(lp.mean())
-
-            r = masked_sft(model, tok, exs, lr=cfg.base_lr, batch_size=64, max_epochs=cfg.pretrain_epochs,
-                           evaluate=score, patience=cfg.patience, progress=not ctx.quiet)  # fmt: skip
-            skills = {"fact_acc": skill_accuracy(model, tok, facts),
-                      "order_library_acc": skill_accuracy(model, tok, order),
-                      "lookup_acc": skill_accuracy(model, tok, looks) if looks else None, "epochs": r["epochs"],
-                      "val_nll": -r["best"]}  # fmt: skip
-            model.save_pretrained(d)
-            (d / "skills.json").write_text(json.dumps(skills))
-            ctx.log(f"base: {skills}")
-    return AutoModelForCausalLM.from_pretrained(d, dtype=torch.float32).eval(), tok
 
 
 def _cached(cfg: Cfg, seed: int, name: str, build, make_empty, ctx):
@@ -191,10 +139,41 @@ class Bench:
 
         return score
 
-    def test_metrics(self, system: MLRSystem) -> dict[int, float]:
-        return {k: self.accuracy(system, ps, salt=2 + k) for k, ps in self.test.items()}
+    @torch.no_grad()
+    def logprob_shift(self, a: MLRSystem, b: MLRSystem) -> float:
+        """How much training moved a policy: the mean over validation teacher traces and levels of |mean token
+        log-prob under ``a`` - under ``b``| (nats per token), on the tokens each level writes (a two-level system:
+        planner and executor; a single policy: every trace token)."""
+        out = []
+        for level in ("planner", "executor") if a.split else ("single",):
+            lps = []
+            for s in (a, b):
+                enc = [encode_parts(s.tok, s.sft_parts(t, level)) for t in self.val_trajs]
+                with s.level("planner" if level == "planner" else "executor"):
+                    lp = masked_logps(s.model, [e[0] for e in enc], [e[1] for e in enc], s.tok.pad_token_id, mean=True)
+                lps.append(lp)
+            out.append(float((lps[0] - lps[1]).abs().mean()))
+        return float(np.mean(out))
 
-    def planned_accuracy(self, system: MLRSystem, problems, plan: str, salt: int = 0) -> float:
+    def _by_horizon(self, ok: list[bool]) -> dict[int, float]:
+        out, i = {}, 0
+        for k, ps in self.test.items():
+            out[k], i = float(np.mean(ok[i : i + len(ps)])), i + len(ps)
+        return out
+
+    def test_metrics(self, system: MLRSystem, salt: int = 2) -> dict[int, float]:
+        """Sampled accuracy per test horizon; every horizon's problems decoded in one batch (one random stream)."""
+        torch.manual_seed(self.seed * 1000 + salt)
+        probs = [p for ps in self.test.values() for p in ps]
+        ts = system.solve([p.prompt for p in probs])
+        return self._by_horizon([self.verifier(t.prompt, final_text(t)) for t in ts])
+
+    def planned_metrics(self, system: MLRSystem, plan: str, salt: int = 50) -> dict[int, float]:
+        """`planned_accuracy` per test horizon, every horizon's problems in one batch."""
+        probs = [p for ps in self.test.values() for p in ps]
+        return self._by_horizon(self.planned_accuracy(system, probs, plan, salt, per_problem=True))
+
+    def planned_accuracy(self, system: MLRSystem, problems, plan: str, salt: int = 0, per_problem: bool = False):
         """Accuracy of ``system``'s executor when the plan is given: 'gold' (the labels in execution order) or
         'random' (a random order of the problem's own labels: a planner that picks a random valid label)."""
         torch.manual_seed(self.seed * 1000 + salt)
@@ -206,10 +185,11 @@ class Bench:
         ts = [Traj(p.prompt) for p in problems]
         for m in range(max(map(len, plans))):
             for t, ds in zip(ts, plans, strict=True):
-                if not t.done:
+                if not t.done and m < len(ds):
                     t.pending, t.stages = ds[m], m + 1
             system.execute(ts)
-        return float(np.mean([self.verifier(t.prompt, final_text(t)) for t in ts]))
+        ok = [self.verifier(t.prompt, final_text(t)) for t in ts]
+        return ok if per_problem else float(np.mean(ok))
 
 
 def _single(bench: Bench, base, tok, n: int, ctx, name: str, lr: float) -> MLRSystem:
@@ -265,8 +245,9 @@ def _step_dpo(bench: Bench, sys_: MLRSystem, ctx, name: str) -> tuple[MLRSystem,
     per_round = -(-bench.n_pairs // bench.cfg.rounds)
     hist = iterative_step_dpo(sys_, prompts, bench.verifier, per_round, seed=bench.seed, evaluate=bench.val_fn(sys_),
                               log=lambda m: ctx.log(f"seed {bench.seed}: {name}: {m}"))  # fmt: skip
-    ctx.log(f"seed {bench.seed}: {name}: val by round {[round(s, 3) for s in hist['scores']]}")
+    ctx.log(f"seed {bench.seed}: {name}: val by round {[round(s, 3) for s in hist['scores']]}, kept {hist['kept']}")
     sys_.val_trained = max(hist["scores"][1:])  # the best validation score after training (the tuning rule's)
+    sys_.kept_round = hist["kept"]
     return sys_, sum(hist["pairs"])
 
 
@@ -277,13 +258,15 @@ class _EarlyStop(TrainerCallback):
         self.bench, self.system, self.every, self.patience = bench, system, every, patience
         self.best, self.bad, self.state, self.scores = -1.0, 0, None, []
 
-    def check(self, model):
+    def check(self, model, start: bool = False):
         self.system.model = model
         was = model.training
         model.eval()
         s = self.bench.val_fn(self.system)()
         model.train(was)
         self.scores.append(s)
+        if start:  # the starting model is scored (reported) but never kept: the same rule as Step-DPO's rounds
+            return False
         if s > self.best:
             self.best, self.bad = s, 0
             self.state = {k: v.detach().clone() for k, v in model.state_dict().items()}
@@ -292,7 +275,7 @@ class _EarlyStop(TrainerCallback):
         return self.bad >= self.patience
 
     def on_train_begin(self, args, state, control, model=None, **kwargs):
-        self.check(model)
+        self.check(model, start=True)
 
     def on_step_end(self, args, state, control, model=None, **kwargs):
         if state.global_step % self.every == 0 and self.check(model):
@@ -328,7 +311,8 @@ def _grpo(bench: Bench, sft: MLRSystem, ctx) -> MLRSystem:
         tr.train()
         tok.padding_side = "right"
         model = tr.model.eval()
-        model.load_state_dict(stop.state)
+        if stop.state is not None:  # else no validation after the start: the last weights
+            model.load_state_dict(stop.state)
     ctx.log(f"seed {bench.seed}: grpo (lr {cfg.grpo_lr:g}): {len(stop.scores)} validations, best val {stop.best:.3f}")
     out = MLRSystem(model, tok, bench.mcfg(), FMT, split=False)
     out.val_trained = max(stop.scores[1:] or stop.scores)  # the best validation score after training started

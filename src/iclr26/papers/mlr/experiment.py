@@ -78,13 +78,21 @@ def _run(cfg: Cfg, seed: int, ctx) -> dict[str, float]:
 
         timed(arm, fn)
         secs[arm] += secs["sft_small" if arm == "mlr_nosplit" else "mlr_sft"]
-    m: dict[str, float] = {"n_pairs_mlr": float(extra.get("n_pairs_mlr", 0))}
+    m: dict[str, float] = {k: float(v) for k, v in extra.items()}  # n_pairs_<arm>
+    dpo = [a for a in ("mlr", "mlr_outcome", "mlr_random", "mlr_nosplit") if a in systems]
+    pairs = [m[f"n_pairs_{a}"] for a in dpo]
+    m["pairs_fill_min"] = min(pairs) / bench.n_pairs  # the pair budget each Step-DPO arm used (measured)
+    m["pairs_ratio"] = max(pairs) / max(min(pairs), 1.0)
+    for a in dpo:  # how far Step-DPO moved each arm from its start, and which round it kept
+        start = systems["sft_small" if a == "mlr_nosplit" else "mlr_sft"]
+        m[f"shift_{a}"] = bench.logprob_shift(systems[a], start)
+        m[f"kept_{a}"] = float(systems[a].kept_round)
     m.update({k: getattr(cfg, k) for k in LR_FIELDS})
     m["acc_base_k3"] = bench.accuracy(single_empty(), bench.test[min(cfg.test_horizons)], salt=2)  # untrained control
     short = [k for k in cfg.test_horizons if k <= max(cfg.train_horizons)]
     for arm in ("sft_full", "mlr_sft"):  # the testbed: the executor given the gold plan / a random valid plan
         for plan in ("gold", "random"):
-            acc = {k: bench.planned_accuracy(systems[arm], bench.test[k], plan, salt=50 + k) for k in cfg.test_horizons}
+            acc = bench.planned_metrics(systems[arm], plan)
             m[f"acc_{plan}_{arm}"] = float(np.mean([acc[k] for k in short]))
             m.update({f"acc_{plan}_{arm}_k{k}": a for k, a in acc.items()})
             ctx.log(f"seed {seed}: {arm} executor, {plan} plan: " + " ".join(f"K{k} {a:.2f}" for k, a in acc.items()))
@@ -96,7 +104,10 @@ def _run(cfg: Cfg, seed: int, ctx) -> dict[str, float]:
         for k, a in acc.items():
             m[f"acc_{arm}_k{k}"] = a
         m[f"acc_{arm}"] = float(np.mean([acc[k] for k in short]))
-        m[f"deg_{arm}"] = 1.0 - acc[hi] / acc[lo] if acc[lo] > 0 else 1.0
+        # relative loss of the accuracy above chance (1/p: a random answer) from K = 3 to the longest horizon;
+        # an arm at chance at K = 3 has nothing to lose (NaN: a failed seed, so the claim cannot pass on it)
+        chance = 1.0 / cfg.p
+        m[f"deg_{arm}"] = 1.0 - (acc[hi] - chance) / (acc[lo] - chance) if acc[lo] > chance else float("nan")
         m[f"cpu_s_{arm}"] = secs.get(arm, 0.0)
         ctx.log(f"seed {seed}: {arm:11s} " + " ".join(f"K{k} {a:.2f}" for k, a in acc.items())
                 + f" ({secs.get(arm, 0):.0f} s CPU)")  # fmt: skip

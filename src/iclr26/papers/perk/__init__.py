@@ -8,22 +8,21 @@ weights. Meta-training learns the LoRA initialisation and per-step inner learnin
 model fine-tuned with the context in the prompt), better length extrapolation and no positional bias.
 
 Protocol (``iclr26.latent.perk.world``: key-value retrieval with distractor filler, facts ``K V .`` and 2-hop link
-chains
-``K K' .``, questions ``ask K`` ending with the key so that reading is the plain induction pattern, one item per
-segment, questions about every item so the needle sits at every position). One tiny Qwen2-style model (q/k/v biases;
-one first-layer head initialised as a previous-token head) is trained here by an answer-focused instruction phase
-(loss on the answers of contexts of 1 to ``train_segs`` segments, each followed by all its questions; a small
-causal-LM loss on the context; early stopping when validation reading accuracy plateaus), cached and shared by the
-seeds: like the paper's FT-ICR, nothing is trained on contexts longer than the training length, while the window fits
-the longest test context. Learning rates are tuned once per config on a tuning seed (``tuning``). Per seed: FT-ICR
-(full fine-tuning, context in the prompt, training contexts of ``train_segs`` segments); PERK meta-trained on the same
-training contexts; both early-stopped on validation by one rule (no stop before ``min_frac`` of the cap); controls:
-the base model with no adapter and no context, and PERK's inner loop from peft's untrained initialisation, i.e.
-without meta-training. Test at ``test_segs`` segments (up to 4x the training length), accuracy = exact match of the
-greedy answer, by length, task and needle position. Measured peak memory (torch profiler) and wall time of answering
-one question by PERK (encode + answer) and by prompting with the context, at each length. SmolLM2-135M: one Wikipedia
-passage (gensim's sample) with a planted fact, encoded by PERK's inner loop without meta-training (peft init), the
-fact's cloze answered without the passage.
+chains ``K K' .``, questions ``ask K`` ending with the key so that reading is the plain induction pattern, one item
+per segment, questions about every item so the needle sits at every position). One tiny Qwen2-style model (q/k/v
+biases; one first-layer head initialised as a previous-token head) is trained here **only as a language model of the
+world's text** (contexts of 1 to ``train_segs`` segments followed by a recap restating their items; early stopping on
+the held-out LM loss), cached and shared by the seeds: it never sees the question word or the question format, and
+nothing is trained on contexts longer than the training length, while the window fits the longest test context.
+Learning rates are tuned once per config on a tuning seed (``tuning``). Per seed: FT-ICR (full fine-tuning, context in
+the prompt) and PERK (meta-trained LoRA init and inner rates) each learn the task from the same number of training
+contexts (``train_segs`` segments; a budget gate checks the measured counts), best validation state kept; controls:
+the base with no adapter and no context, and PERK's inner loop from peft's untrained initialisation. Test at
+``test_segs`` segments (up to 4x the training length), accuracy = exact match of the greedy answer, by length, task
+and needle position. Measured peak memory (torch profiler) and wall time of answering one question by PERK (encode +
+answer) and by prompting with the context, at each length, as ratios and in megabytes. SmolLM2-135M (or ``--model``):
+Wikipedia passages (gensim's sample) with a planted fact, encoded by PERK's inner loop without meta-training (peft
+init), the fact's cloze answered without the passage.
 """
 
 from __future__ import annotations
@@ -59,6 +58,13 @@ class Cfg:
             "train_segs, the paper's train-short/test-long protocol (the window still fits the longest test)"
         },
     )
+    base_lm_only: bool = field(
+        default=True,
+        metadata={
+            "help": "base trained only as a language model on the world's text (contexts + recaps; VERSION 6); "
+            "false: the answer-focused instruction phase on FT-ICR's format (VERSION <= 5)"
+        },
+    )
     base_prev_head: bool = field(
         default=True, metadata={"help": "init one first-layer head as a previous-token head (qwen2 biases; ours)"}
     )
@@ -85,8 +91,11 @@ class Cfg:
     eval_every: int = 25
     patience: int = 3
     min_frac: float = field(
-        default=0.5,
-        metadata={"help": "early stopping fires only after this share of the step cap (PERK and FT-ICR; ours)"},
+        default=1.0,
+        metadata={
+            "help": "early stopping fires only after this share of the step cap (PERK and FT-ICR; ours). 1.0 "
+            "(VERSION 6): both train on all their task contexts (equal budgets), the best validation state is kept"
+        },
     )
     n_val: int = field(default=8, metadata={"help": "validation contexts per task (train length)"})
     n_test: int = field(default=8, metadata={"help": "test contexts per task and length"})
@@ -96,6 +105,7 @@ class Cfg:
     smol_tokens: int = field(default=96, metadata={"help": "passage tokens (ours)"})
     smol_steps: int = field(default=5, metadata={"help": "inner steps on SmolLM2, no meta-training (ours)"})
     smol_lr: float = field(default=3e-3, metadata={"help": "inner Adam lr on SmolLM2, peft init (ours)"})
+    smol_passages: int = field(default=2, metadata={"help": "passages per seed on SmolLM2 (VERSION 5: 1)"})
 
     def __post_init__(self):
         if self.train_segs < 2 or min(self.test_segs) < 2:
@@ -127,7 +137,7 @@ CONFIGS = {
         outer_lr_grid=(3e-3,),
         icr_lr_grid=(3e-3,),
         meta_steps=4,
-        icr_steps=4,
+        icr_steps=2,
         eval_every=2,
         n_val=2,
         n_test=2,
@@ -136,15 +146,17 @@ CONFIGS = {
     "quick": Cfg(),
     "full": Cfg(seeds=tuple(range(10)), test_segs=(4, 8, 16, 32), meta_steps=2000, icr_steps=2000, n_test=40, n_val=30),
 }
-VERSION = 5  # 5: every stage seeded on its own (a cached rerun gives the same draws)
+VERSION = 6  # 6: LM-only base, equal task-context budgets (gate), gates, position check as sanity, --model
+# 5: every stage seeded on its own (a cached rerun gives the same draws)
 # 4: base and FT-ICR see only the training length; lrs tuned once on a tuning seed; min_frac rule
 # 3: 5 seeds, PERK outer-lr grid moved down, 500-step cap, 2 grid extensions (VERSION 2 hit edges)
-EXPECTED_SECONDS = {"smoke": 60, "quick": 500, "full": 5400}  # quick v5, 1 thread: 492 s empty cache
-ACCEPTS_MODEL = False
-MODEL_NOTE = "PERK(your_model, your_tokenizer) works on any gpt2/llama/qwen2 causal LM: see docs/papers/perk.md"
+EXPECTED_SECONDS = {"smoke": 60, "quick": 600, "full": 5400}
+ACCEPTS_MODEL = True  # --model replaces SmolLM2 in the planted-passage check
+MODEL_NOTE = "--model runs the planted-passage check (PERK's inner loop, no meta-training) on your causal LM"
 
 PAPER = "Qwen-2.5-0.5B/7B, BabiLong / Drops-in-the-Ocean / multi-doc QA, contexts 1K-128K tokens"
 
+_GATES = ("testbed", "budget")
 CLAIMS = [
     Claim(
         "testbed",
@@ -159,65 +171,100 @@ CLAIMS = [
             Check("fticr_lcb_hop1_Ltrain", ">", 0.0, margin=0.8, deterministic=True),
             Check("fticr_lcb_Ltrain", ">", "noadapter_ucb", margin=0.5, deterministic=True),
         ),
-        paper="(our testbed check; not in the paper)",
+        role="testbed",
+    ),
+    Claim(
+        "budget",
+        "Budget parity: PERK and FT-ICR learn the task from the same number of task contexts (measured, within 10 %), "
+        "both from a base that never saw the question format",
+        checks=(
+            Check("budget_ratio", ">", 0.9, margin=0.01, deterministic=True),
+            Check("budget_ratio", "<", 1.1, margin=0.01, deterministic=True),
+        ),
+        role="budget",
+    ),
+    Claim(
+        "perk-floor",
+        "Positive control: PERK answers from the adapter alone at the training length, 0.3 above the no-adapter floor",
+        checks=(Check("perk_acc_Ltrain", ">", "noadapter_acc", margin=0.3),),
+        role="positive control",
+    ),
+    Claim(
+        "order-invariant",
+        "Sanity: encoding the segments in reverse order gives the same adapter (relative change < 1e-4): PERK's "
+        "position robustness holds by construction (segments are a batch, positions restart in each)",
+        checks=(Check("perk_order_gap", "<", 1e-4),),
+        role="sanity",
+        note="a PERK at chance would pass this; it is a property of the encoding, not a finding",
+    ),
+    Claim(
+        "smol-unknown",
+        "Testbed on SmolLM2: before encoding, the model does not already answer the planted word (greedy "
+        "continuation of the cloze starts with it on under half the passages)",
+        checks=(Check("smol_em_before", "<", 0.5, margin=0.1, deterministic=True),),
+        role="testbed",
+        when="smollm2",
     ),
     Claim(
         "perk-encodes",
-        "PERK answers from the adapter alone: at the training length it beats the no-adapter model (control) by 0.3 "
-        "and beats its own untrained initialisation (no meta-training, inner lr tuned; control)",
-        checks=(
-            Check("perk_acc_Ltrain", ">", "noadapter_acc", margin=0.3),
-            Check("perk_acc_Ltrain", ">", "untrained_acc_Ltrain"),
-        ),  # fmt: skip
+        "Meta-training is what makes test-time encoding work: PERK beats its own untrained initialisation (the inner "
+        "loop from peft's init, inner lr tuned) at the training length",
+        checks=(Check("perk_acc_Ltrain", ">", "untrained_acc_Ltrain"),),
         paper="meta-training is what makes test-time encoding answer questions (paper §3)",
+        requires=("testbed", "perk-floor"),
     ),
     Claim(
         "beats-fticr",
-        "PERK's accuracy averaged over test lengths and tasks exceeds FT-ICR's",
+        "PERK's accuracy averaged over test lengths and tasks exceeds FT-ICR's, from the same base and the same number "
+        "of task contexts",
         checks=(Check("perk_acc", ">", "fticr_acc"),),
         paper=f"average absolute gains up to 20 points over FT-ICR ({PAPER})",
+        requires=(*_GATES, "perk-floor"),
     ),
     Claim(
         "length-generalisation",
         "PERK loses less accuracy than FT-ICR from the training length to the longest test length",
         checks=(Check("perk_drop", "<", "fticr_drop"),),
         paper="trained at 8K, PERK extrapolates to 128K tokens where FT-ICR degrades",
-    ),
-    Claim(
-        "position-robust",
-        "PERK's accuracy varies less with the needle's position than FT-ICR's (max - min over position quartiles, "
-        "contexts longer than training)",
-        checks=(Check("perk_pos_spread", "<", "fticr_pos_spread"),),
-        paper="PERK shows no lost-in-the-middle effect; FT-ICR does",
+        requires=(*_GATES, "perk-floor"),
     ),
     Claim(
         "two-hop",
         "On 2-hop questions PERK beats FT-ICR (robust to reasoning complexity)",
         checks=(Check("perk_acc_hop2", ">", "fticr_acc_hop2"),),
         paper="PERK more robust from BabiLong QA1 to QA3",
+        requires=(*_GATES, "perk-floor"),
     ),
     Claim(
         "memory-scaling",
-        "Peak memory of answering by PERK grows less with the context length than prompting's (measured, ratio of "
-        "the longest to the training length)",
-        checks=(Check("perk_mem_growth", "<", "icr_mem_growth", margin=0.05, deterministic=True),),
+        "Answering by PERK scales better in memory than prompting with the context: its peak memory grows by a "
+        "smaller factor and by fewer megabytes from the training to the longest test length (measured)",
+        checks=(
+            Check("perk_mem_growth", "<", "icr_mem_growth", margin=0.05, deterministic=True),
+            Check("perk_mem_added", "<", "icr_mem_added", margin=0.01, deterministic=True),
+        ),
         paper="v1: training is memory-heavy but inference scales better than prompting with the full context",
+        requires=("perk-floor",),
     ),
     Claim(
         "smollm2-encodes",
-        "SmolLM2-135M, no meta-training: encoding a Wikipedia passage with a planted fact raises the log-probability "
-        "of the planted answer (passage not in the prompt) more than that of an unplanted alternative (control)",
+        "SmolLM2-135M (or --model), no meta-training: encoding a Wikipedia passage with a planted fact raises the "
+        "log-probability of the planted answer (passage not in the prompt) more than that of an unplanted alternative "
+        "(control)",
         checks=(Check("smol_gain_planted", ">", "smol_gain_other", margin=0.5),),
         when="smollm2",
         paper="(mechanism on a real LM; the paper meta-trains Qwen-2.5)",
+        requires=("smol-unknown",),
     ),
 ]
+HEADLINE = "beats-fticr"
+TABLE_METRICS = ("perk_mem_L16", "icr_mem_L16", "perk_pos_spread", "fticr_pos_spread", "base_icr_acc_Ltrain")
 
 METRICS = {
     "fticr_acc_Ltrain": "FT-ICR exact-match accuracy at the training length (both tasks)",
     "fticr_acc_hop1_Ltrain": "FT-ICR accuracy on 1-hop questions at the training length",
     "base_icr_acc_Ltrain": "the base model (no fine-tuning), context in the prompt, training length, both tasks",
-    "base_steps_run": "steps of the base's instruction phase (early stopping; same for every seed)",
+    "base_steps_run": "steps of the base's language-model training (early stopping; same for every seed)",
     "noadapter_acc": "base model (no adapter, no context) accuracy at the training length: the floor",
     "noadapter_ucb": "the floor's one-sided 95 % Clopper-Pearson upper bound (this seed's test questions)",
     "perk_acc_Ltrain": "PERK accuracy at the training length",
@@ -245,11 +292,18 @@ METRICS = {
     "icr_lr": "FT-ICR lr (tuned the same way)",
     "icr_steps": "FT-ICR steps at the best validation score",
     "untrained_inner_lr": "inner lr of the untrained-init control (tuned the same way; also PERK's initial lr)",
-    "smol_gain_planted": "SmolLM2: log p(planted answer | cloze) after encoding minus before (nats)",
+    "smol_gain_planted": "SmolLM2: log p(planted answer | cloze) after encoding minus before (nats; mean of the "
+    "seed's passages)",
     "smol_gain_other": "SmolLM2: same for an unplanted alternative answer (control)",
     "smol_em_after": "SmolLM2: greedy continuation of the cloze starts with the planted answer after encoding",
     "smol_em_before": "SmolLM2: same before encoding",
     "smol_encode_s": "SmolLM2: seconds to encode the passage",
+    "perk_contexts": "task contexts PERK's meta-training ran on (steps run × contexts per step)",
+    "fticr_contexts": "task contexts FT-ICR's fine-tuning ran on (steps run × contexts per step)",
+    "budget_ratio": "perk_contexts / fticr_contexts",
+    "perk_order_gap": "largest relative change of a LoRA tensor when the segments are encoded in reverse order",
+    "perk_mem_added": "PERK peak memory at the longest length minus at the training length (MB)",
+    "icr_mem_added": "prompting's peak memory at the longest length minus at the training length (MB)",
 }
 for _m in ("perk", "fticr", "untrained"):
     METRICS[f"{_m}_lcb_hop1_Ltrain"] = f"{_m}: one-sided 95 % Clopper-Pearson lower bound, 1-hop, training length"

@@ -1,6 +1,12 @@
-"""The PERK reproduction's base LM: a tiny Qwen2-style model trained once (cached, shared by the seeds) by an
-answer-focused instruction phase on the world's contexts up to the training length, with one first-layer head
-initialised as a previous-token head."""
+"""The PERK reproduction's base LM: a tiny Qwen2-style model trained once (cached, shared by the seeds), with one
+first-layer head initialised as a previous-token head.
+
+VERSION 6 (default, ``base_lm_only``): trained **only as a language model on the world's text** — documents of
+1 .. ``train_segs`` segments followed by a recap that restates their items (``K V .``, ``K K' .``) in random order,
+uniform causal-LM loss on every token, early stopping on the held-out LM loss. The question word ``ask`` and the
+question-answer format never appear, so neither arm starts from a model trained on FT-ICR's format: FT-ICR and PERK
+learn the task from the same number of task contexts (the budget gate). Up to VERSION 5 the base went through an
+answer-focused instruction phase on FT-ICR's exact format (``base_lm_only=False`` restores it)."""
 
 from __future__ import annotations
 
@@ -40,6 +46,26 @@ def _instruct_batch(w: KVWorld, tok, cfg: Cfg, rng: random.Random):
             )
             ids, wts = ids + qi + ai, wts + [0.0] * len(qi) + [1.0] * len(ai)
         rows.append((ids, wts))
+    n = max(len(r) for r, _ in rows)
+    ids, wt = torch.full((len(rows), n), tok.pad_token_id, dtype=torch.long), torch.zeros(len(rows), n)
+    mask = torch.zeros_like(ids)
+    for i, (r, wr) in enumerate(rows):
+        ids[i, : len(r)], wt[i, : len(r)], mask[i, : len(r)] = torch.tensor(r), torch.tensor(wr), 1
+    return ids, wt, mask
+
+
+def _lm_batch(w: KVWorld, tok, cfg: Cfg, rng: random.Random):
+    """One language-model batch of the world's text: contexts of one random length (1 .. ``_base_max_segs``), each
+    followed by a recap restating its items in random order (natural text mentions a fact again; the recap is what
+    makes a language model learn to copy, the induction pattern); weight 1 on every token."""
+    n_seg, rows = rng.randint(1, _base_max_segs(cfg)), []
+    for _ in range(cfg.base_batch):
+        c = w.sample(rng.choice(TASKS) if n_seg >= 2 else "hop1", n_seg, rng)
+        items = [" ".join(s.split()[i : i + 3]) for s in c.segments for i in range(0, len(s.split()), 3)]
+        items = [it for it in items if it.split()[0] in w.keys]  # the item sentences, not the filler
+        rng.shuffle(items)
+        ids = [tok.bos_token_id] + tok(c.text + " " + " ".join(items), add_special_tokens=False)["input_ids"]
+        rows.append((ids, [1.0] * len(ids)))
     n = max(len(r) for r, _ in rows)
     ids, wt = torch.full((len(rows), n), tok.pad_token_id, dtype=torch.long), torch.zeros(len(rows), n)
     mask = torch.zeros_like(ids)
@@ -110,13 +136,16 @@ def load_base(cfg: Cfg, ctx=None):
 
     w = KVWorld(cfg.sents_per_seg, cfg.n_keys, cfg.n_keys)
     max_seg = max(cfg.test_segs)
-    ctx_len = (w.seg_tokens + 1) * max_seg * (2 if cfg.base_repeat > 0 else 1)  # a repeated context is twice as long
+    twice = cfg.base_repeat > 0 or cfg.base_lm_only  # a repeated context (or one with its recap) is up to twice as long
+    ctx_len = (w.seg_tokens + 1) * max_seg * (2 if twice else 1)
     max_len = ctx_len + 6 * max_seg + 16  # the window fits the longest context + questions (learned positions: gpt2)
     spec = dict(arch=cfg.arch, d=cfg.d_model, L=cfg.n_layers, H=cfg.n_heads, steps=cfg.base_steps, bs=cfg.base_batch,
                 lr=cfg.base_lr, lmw=cfg.base_lm_weight, spp=cfg.sents_per_seg, keys=cfg.n_keys, max_seg=max_seg,
                 pat=cfg.base_patience, rep=cfg.base_repeat, prev=cfg.base_prev_head, v=4)  # fmt: skip
     if not cfg.base_long:  # VERSION 4: contexts up to the training length only (the key of older bases unchanged)
         spec.update(train_max=cfg.train_segs)
+    if cfg.base_lm_only:  # VERSION 6: a language model of the world's text only
+        spec.update(lm_only=True, v=6)
     key = hashlib.sha1(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:8]
     out = trained_cache_dir() / "zoo" / f"perk-base-{key}"
     if not (out / "done").exists():
@@ -134,15 +163,20 @@ def load_base(cfg: Cfg, ctx=None):
                 val = [w.sample(t, L, vrng) for t in TASKS for L in val_lens for _ in range(4)]
                 opt = torch.optim.AdamW(model.parameters(), lr=cfg.base_lr, weight_decay=0.01, betas=(0.9, 0.98))
 
-                def validate():
+                lm_val = [_lm_batch(w, tok, cfg, vrng) for _ in range(4)]
+                batch = _lm_batch if cfg.base_lm_only else _instruct_batch
+
+                def validate():  # LM-only: minus the held-out LM loss; instruction phase: reading accuracy
                     model.eval()
-                    acc = icr_acc(model, tok, val)
+                    with torch.no_grad():
+                        score = (-float(np.mean([_weighted_lm_loss(model, b).item() for b in lm_val]))
+                                 if cfg.base_lm_only else icr_acc(model, tok, val))  # fmt: skip
                     model.train()
-                    return acc
+                    return score
 
                 model.train()
                 hist = fit(list(model.parameters()), opt, lambda b: _weighted_lm_loss(model, b),
-                           lambda step: [_instruct_batch(w, tok, cfg, rng)], cfg.base_steps, 0.02, 1.0, validate,
+                           lambda step: [batch(w, tok, cfg, rng)], cfg.base_steps, 0.02, 1.0, validate,
                            cfg.base_eval_every, cfg.base_patience, progress=not getattr(ctx, "quiet", True),
                            desc="PERK base LM")  # fmt: skip
                 model.eval()

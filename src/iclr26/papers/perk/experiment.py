@@ -106,15 +106,23 @@ def _run(cfg: Cfg, seed: int, ctx) -> dict[str, float]:
     perk, hist = train_perk(base, tok, cfg, sp, lrs["inner_lr"], lrs["outer_lr"], ctx)
     m["perk_outer_lr"], m["perk_meta_steps"] = lrs["outer_lr"], float(hist["best_step"])
     m["perk_steps_run"], m["perk_val"] = float(len(hist["loss"])), max(hist["val"])
+    m["perk_contexts"] = m["perk_steps_run"] * cfg.meta_batch  # task contexts PERK trained on (the budget)
     ctx.log(f"PERK: outer lr {lrs['outer_lr']:g}, best step {hist['best_step']} of {len(hist['loss'])} run (val "
             f"{max(hist['val']):.3f}), {hist['seconds']:.0f}s, lrs now {perk.lrs().mean().item():.2e}")  # fmt: skip
     _evaluate("perk", lambda c: perk_correct(perk, c), test, cfg, m)
+    # sanity: segments are encoded as one batch with positions restarting in each, so the adapter cannot depend on
+    # their order (position robustness by construction): the largest change of a LoRA tensor when reversed
+    c = test[("hop1", max(cfg.test_segs))][0]
+    fwd, rev = perk.encode(list(c.segments)), perk.encode(list(c.segments)[::-1])
+    m["perk_order_gap"] = max(float((fwd[n] - rev[n]).abs().max() / (fwd[n].abs().max() + 1e-12)) for n in fwd)
 
     # -- FT-ICR: full fine-tuning with the context in the prompt; lr tuned on validation
     seed_stage(seed, "fticr")
     fticr, ihist = train_fticr(base, tok, cfg, sp, lrs["icr_lr"], ctx)
     m["icr_lr"], m["icr_steps"] = lrs["icr_lr"], float(ihist["best_step"])
     m["icr_steps_run"], m["icr_val"] = float(len(ihist["loss"])), max(ihist["val"])
+    m["fticr_contexts"] = m["icr_steps_run"] * cfg.icr_batch
+    m["budget_ratio"] = m["perk_contexts"] / m["fticr_contexts"]
     ctx.log(f"FT-ICR: lr {lrs['icr_lr']:g}, best step {ihist['best_step']} of {len(ihist['loss'])} run (val "
             f"{max(ihist['val']):.3f}), {ihist['seconds']:.0f}s")  # fmt: skip
     _evaluate("fticr", lambda c: fticr.exact_match(to_example(c)), test, cfg, m)
@@ -140,6 +148,8 @@ def _run(cfg: Cfg, seed: int, ctx) -> dict[str, float]:
     lo, hi = cfg.train_segs, max(cfg.test_segs)
     m["perk_mem_growth"] = m[f"perk_mem_L{hi}"] / m[f"perk_mem_L{lo}"]
     m["icr_mem_growth"] = m[f"icr_mem_L{hi}"] / m[f"icr_mem_L{lo}"]
+    m["perk_mem_added"] = m[f"perk_mem_L{hi}"] - m[f"perk_mem_L{lo}"]  # absolute growth (MB), beside the ratio
+    m["icr_mem_added"] = m[f"icr_mem_L{hi}"] - m[f"icr_mem_L{lo}"]
 
     if cfg.smollm2:
         seed_stage(seed, "smollm2")
@@ -161,20 +171,27 @@ _PLANTS = ["marble", "falcon", "orchid", "lantern", "glacier", "saffron", "compa
 
 
 def _smollm2(cfg: Cfg, seed: int, ctx) -> dict[str, float]:
-    """One Wikipedia passage with a planted cloze fact, encoded by K inner steps from peft's init (no meta-training)."""
+    """Wikipedia passages with a planted cloze fact, each encoded by K inner steps from peft's init (no meta-training)
+    on SmolLM2-135M (or ``--model``); the per-seed means over ``smol_passages`` passages."""
     from iclr26.lm import zoo
-    from iclr26.lm.scoring import target_logprobs
-    from iclr26.worlds.text import test_split, wikipedia
 
-    if "perk" not in _SMOL:
-        model, tok = zoo.load("smollm2-135m")
+    name = getattr(ctx, "model", None) or "smollm2-135m"
+    if _SMOL.get("name") != name:
+        model, tok = zoo.load(name)
         torch.manual_seed(0)  # one LoRA initialisation for every seed, whichever seed builds it in this process
         pc = PERKConfig(seg_len=cfg.smol_tokens + 16, inner_steps=cfg.smol_steps, unroll_last=0, lora_rank=8,
                         inner_lr=cfg.smol_lr, inner_weight_decay=0.0)  # fmt: skip
-        _SMOL["perk"] = PERK(model, tok, pc)
+        _SMOL.update(name=name, perk=PERK(model.float(), tok, pc))
     perk = _SMOL["perk"]
+    rows = [_plant(perk, cfg, random.Random(f"{seed}-{i}"), ctx) for i in range(cfg.smol_passages)]
+    return {k: float(np.mean([r[k] for r in rows])) for k in rows[0]}
+
+
+def _plant(perk: PERK, cfg: Cfg, rng: random.Random, ctx) -> dict[str, float]:
+    from iclr26.lm.scoring import target_logprobs
+    from iclr26.worlds.text import test_split, wikipedia
+
     tok = perk.tok
-    rng = random.Random(seed)
     doc = rng.choice([d for d in test_split(wikipedia()) if len(d.split()) > 300])
     words = doc.split()
     start = rng.randrange(0, len(words) - 200)
@@ -195,7 +212,7 @@ def _smollm2(cfg: Cfg, seed: int, ctx) -> dict[str, float]:
     em_before = perk.answer(cloze, None, 3)  # phi_0 = peft's init (B = 0): the base model's own continuation
     em_after = perk.answer(cloze, phi, 3)
     ctx.log(
-        f"SmolLM2: planted {planted!r}: log p {before[planted]:.2f} -> {after[planted]:.2f}; other {other!r}: "
+        f"passage: planted {planted!r}: log p {before[planted]:.2f} -> {after[planted]:.2f}; other {other!r}: "
         f"{before[other]:.2f} -> {after[other]:.2f}; greedy {em_before!r} -> {em_after!r}; encode {enc_s:.1f}s"
     )
     return {

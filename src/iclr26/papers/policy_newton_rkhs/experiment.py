@@ -24,7 +24,7 @@ from iclr26.theory.policy_newton.episodes import collect_episodes, returns_to_go
 from iclr26.theory.policy_newton.policies import LinearSoftmaxPolicy, RKHSSoftmaxPolicy, rbf_kernel
 from iclr26.theory.policy_newton.world import ExactObjective, investment_mdp, toy_features
 
-from . import _GYM_METHODS, _TOY_METHODS, Cfg
+from . import _GYM_ARMS, _TOY_METHODS, Cfg
 
 # ----------------------------------------------------------------------------------------------------- toy MDP
 
@@ -43,8 +43,9 @@ def _toy_run(obj, K, method: str, hp: float, beta0: np.ndarray, iters: int, nois
     state–action pairs (∂J/∂h, ∂²J/∂h²), mapped by K into β coordinates, so that all methods see the same noise.
     """
     nz = dict(noise_std=noise, rng=rng)
-    if method == "pn":
-        return exact_cubic_newton(obj.of_coefficients, beta0, hp, iters, K, noise_map=K, **nz)
+    if method in ("pn", "pn_nohess"):  # pn_nohess: the same cubic step with the Hessian replaced by 0 (control)
+        hess = method == "pn"
+        return exact_cubic_newton(obj.of_coefficients, beta0, hp, iters, K, noise_map=K, use_hessian=hess, **nz)
     if method == "rkhs_pg":
         return exact_gradient_ascent(obj.of_coefficients, beta0, hp, iters, K, noise_map=K, **nz)
     h0 = K @ beta0
@@ -67,7 +68,7 @@ def _toy_tuning(L: int, cfg: Cfg) -> dict[str, float]:
     beta0 = np.random.default_rng(12345).normal(0, cfg.toy_init_scale, len(K))
     best = {}
     for m in _TOY_METHODS:
-        grid = cfg.toy_M_grid if m in ("pn", "tab_crpn") else cfg.toy_lr_grid
+        grid = cfg.toy_M_grid if m in ("pn", "pn_nohess", "tab_crpn") else cfg.toy_lr_grid
         scores = []
         for hp in grid:
             with np.errstate(all="ignore"):
@@ -78,8 +79,10 @@ def _toy_tuning(L: int, cfg: Cfg) -> dict[str, float]:
 
 
 def _order(err: np.ndarray, newton: bool) -> float:
+    """log(e_{k+1}/e_k)/log(e_k/e_{k−1}) at the last k with e_{k+1} > 1e-10 (ten times the ~1e-11 floor set by h*'s
+    precision) and, for Newton methods, e_{k−1} < 0.5 (inside the region of local convergence)."""
     err = np.asarray(err)
-    ks = [k for k in range(1, len(err) - 1) if err[k + 1] > 1e-9 and (err[k - 1] < 0.1 or not newton)]
+    ks = [k for k in range(1, len(err) - 1) if err[k + 1] > 1e-10 and (err[k - 1] < 0.5 or not newton)]
     if not ks or min(err[ks[-1] - 1 : ks[-1] + 2]) <= 0:
         return float("nan")
     k = ks[-1]
@@ -108,6 +111,7 @@ def _toy(cfg: Cfg, seed: int, ctx) -> tuple[dict, dict]:
             hit = np.flatnonzero(gaps < cfg.toy_tol)
             out[f"toy_log10gap_{m}_L{L}"] = float(np.log10(gaps[-1]))
             out[f"toy_iters_{m}_L{L}"] = float(hit[0] if len(hit) else cfg.toy_iters + 1)
+            out[f"toy_steps_{m}_L{L}"] = float(len(r) - 1)  # iterations actually run (the budget)
             curves[m] = gaps.tolist()
             if m in ("pn", "rkhs_pg", "tab_crpn"):
                 d = r - beta_star
@@ -119,6 +123,13 @@ def _toy(cfg: Cfg, seed: int, ctx) -> tuple[dict, dict]:
                 r = _toy_run(obj, K, m, hp[m], beta0, cfg.toy_iters, cfg.toy_noise, np.random.default_rng([seed, L]))
             g = J_star - _J(obj, r[-1])
             out[f"toy_noisy_log10gap_{m}_L{L}"] = float(np.log10(max(g, 1e-16))) if np.isfinite(g) else float("inf")
+        steps = [out[f"toy_steps_{m}_L{L}"] for m in _TOY_METHODS]
+        out[f"toy_budget_spread_L{L}"] = (max(steps) - min(steps)) / max(steps)
+        grids = [len(cfg.toy_M_grid if m in ("pn", "pn_nohess", "tab_crpn") else cfg.toy_lr_grid) for m in _TOY_METHODS]
+        out[f"toy_tuning_spread_L{L}"] = (max(grids) - min(grids)) / max(grids)
+        # negative control of toy-noisy: the Hessian-free step must not beat both baselines (> 0: it loses to one)
+        nz = {m: out[f"toy_noisy_log10gap_{m}_L{L}"] for m in ("pn_nohess", "rkhs_pg", "tab_crpn")}
+        out[f"toy_noisy_nohess_excess_L{L}"] = max(nz["pn_nohess"] - nz["rkhs_pg"], nz["pn_nohess"] - nz["tab_crpn"])
         gap, tv = obj.value_gap_and_distance(torch.as_tensor(K @ runs["pn"][-1]))
         out[f"toy_value_gap_pn_L{L}"] = gap
         art[f"L{L}"] = {"gaps": curves, "hyper": hp}
@@ -139,11 +150,13 @@ def _gym(cfg: Cfg, seed: int, ctx) -> tuple[dict, dict]:
     pn = PolicyNewtonConfig(M=cfg.pn_M)
     rkhs_pg = RKHSGradientConfig(lr=cfg.rkhs_pg_lr, n_sample_states=cfg.rkhs_pg_sample_states)
     out, curves = {}, {}
-    for m in _GYM_METHODS:
+    for m in _GYM_ARMS:
         envs = gym.make_vec(cfg.env_id, num_envs=cfg.n_envs, vectorization_mode="vector_entry_point")
         obs_dim, n_actions = envs.single_observation_space.shape[0], envs.single_action_space.n
         rng = np.random.default_rng(seed)
-        if m in ("pn", "rkhs_pg"):
+        junk = np.random.default_rng([seed, 99])  # pn_junk: the per-step weights replaced by noise
+        episodes = 0
+        if m in ("pn", "pn_junk", "rkhs_pg"):
             policy = RKHSSoftmaxPolicy(n_actions, obs_dim, kernel_gamma=cfg.kernel_gamma)
         else:
             policy = LinearSoftmaxPolicy(n_actions, obs_dim)
@@ -153,8 +166,11 @@ def _gym(cfg: Cfg, seed: int, ctx) -> tuple[dict, dict]:
             # The same environment seeds for every method: episode u of seed s starts from the same states.
             trajs = collect_episodes(envs, policy, cfg.horizon, rng, seed=seed * 100_003 + u)
             rewards.append(float(np.mean([t.total_reward for t in trajs])))
+            episodes += len(trajs)
             weights = [returns_to_go(t.rewards, cfg.gamma, standardise=True) for t in trajs]
-            if m == "pn":
+            if m == "pn_junk":  # the mechanism's signal removed: standard-normal weights, no relation to the return
+                weights = [junk.standard_normal(len(w)) for w in weights]
+            if m in ("pn", "pn_junk"):
                 rkhs_policy_newton_step(policy, trajs, weights, pn, rng)
             elif m == "rkhs_pg":
                 rkhs_policy_gradient_step(policy, trajs, weights, rkhs_pg, rng, iteration=u)
@@ -167,8 +183,15 @@ def _gym(cfg: Cfg, seed: int, ctx) -> tuple[dict, dict]:
             out["gym_seconds_pn"] = time.perf_counter() - t0
         out[f"gym_final_{m}"] = float(np.mean(rewards[-10:]))
         out[f"gym_auc_{m}"] = float(np.mean(rewards))
+        out[f"gym_first_{m}"] = rewards[0]
+        out[f"gym_episodes_{m}"] = float(episodes)
         curves[m] = rewards
-    ctx.log("CartPole final reward " + ", ".join(f"{m} {out[f'gym_final_{m}']:.0f}" for m in _GYM_METHODS))
+    for kind in ("final", "auc"):  # negative control: junk-weight PN must not beat both baselines (< 0: it loses)
+        j = out[f"gym_{kind}_pn_junk"]
+        out[f"gym_{kind}_junk_excess"] = min(j - out[f"gym_{kind}_rkhs_pg"], j - out[f"gym_{kind}_crpn"])
+    eps = [out[f"gym_episodes_{m}"] for m in _GYM_ARMS]
+    out["gym_budget_spread"] = (max(eps) - min(eps)) / max(eps)
+    ctx.log("CartPole final reward " + ", ".join(f"{m} {out[f'gym_final_{m}']:.0f}" for m in _GYM_ARMS))
     return out, curves
 
 
@@ -207,7 +230,9 @@ def plots(run_dir, per_seed, cfg):
     fig.tight_layout()
     figs.append(("toy_convergence", fig))
     fig, ax = plt.subplots(figsize=(5.5, 3.6))
-    for i, m in enumerate(_GYM_METHODS):
+    for i, m in enumerate(_GYM_ARMS):
+        if m not in arts[0]["cartpole_rewards"]:
+            continue
         R = np.array([a["cartpole_rewards"][m] for a in arts])
         ax.plot(R.mean(0), color=f"C{i}", label=m)
         ax.fill_between(np.arange(R.shape[1]), R.min(0), R.max(0), color=f"C{i}", alpha=0.15)

@@ -14,6 +14,7 @@ from iclr26.embodied.remac import (
     FlowTrainConfig,
     MixerConfig,
     REMACConfig,
+    chunk_flops,
     finetune,
     merge,
     run_episode,
@@ -24,7 +25,15 @@ from iclr26.embodied.remac import (
     to_numpy_chunker,
     train_flow,
 )
-from iclr26.embodied.remac.world import ACT_DIM, OBS_DIM, BatchCatchBall, CatchBallConfig, demonstrations, expert_action
+from iclr26.embodied.remac.world import (
+    ACT_DIM,
+    OBS_DIM,
+    BatchCatchBall,
+    CatchBallConfig,
+    demonstrations,
+    expert_action,
+    expert_chunker,
+)
 
 from . import Cfg
 
@@ -35,7 +44,9 @@ LADDER = {  # the paper's ablation ladder (Table 4): each arm adds one component
     "curr": dict(masking=True, curriculum=True, delta=False),
     "remac": dict(masking=True, curriculum=True, delta=True),
     "remacclean": dict(masking=True, curriculum=True, delta=True, prefix_input="clean"),  # ours, not in the paper
+    "remacgated": dict(masking=True, curriculum=True, delta=True, lora="gated", lambda_keep=0.01),  # the paper's form
 }
+UNMERGED = ("remacgated",)  # cannot be merged: evaluated with their LoRA branches
 
 
 def _per_step(env, fn) -> float:
@@ -60,7 +71,7 @@ def _chunkers(base, merged: dict, cfg: Cfg, gen: torch.Generator, rtc_beta: floa
     }
     if "lora" in merged:
         out["lora"] = to_numpy_chunker(lambda o, p, d: sample_flow(merged["lora"], o, n, gen))
-    for arm in ("mask", "curr", "remac"):
+    for arm in ("mask", "curr", "remac", "remacgated"):
         if arm in merged:
             out[arm] = to_numpy_chunker(lambda o, p, d, m=merged[arm]: sample_prefix_preserved(m, o, p, d, n))
     if "remacclean" in merged:  # trained on noise at the generated positions: sampled from noise
@@ -94,23 +105,45 @@ def _tune(make, grid, cfg: Cfg, seed: int, strategy: str, ctx, name: str) -> flo
             return best
 
 
-def _timings(base, merged_remac, lora_model, cfg: Cfg, gen) -> dict[str, float]:
-    """Median wall time of one chunk (batch 1), the four samplers interleaved so machine load hits all alike."""
+def _samplers(base, merged_remac, lora_model, gated, cfg: Cfg, gen):
+    """One chunk at batch 1 (the robot's case), d = 2, for every inference form whose cost the claims compare."""
     o, p = torch.zeros(1, OBS_DIM), torch.zeros(1, CHUNK, ACT_DIM)
     n, d = cfg.flow_steps, 2
-    fns = {
+    return {
         "base": lambda: sample_flow(base, o, n, gen),
         "remac": lambda: sample_prefix_preserved(merged_remac, o, p, d, n),
         "lora": lambda: sample_prefix_preserved(lora_model, o, p, d, n),
+        "gated": lambda: sample_prefix_preserved(gated, o, p, d, n),
         "rtc": lambda: sample_rtc(base, o, p, d, cfg.horizon, n, 5.0, generator=gen),
     }
+
+
+def _costs(fns, cfg: Cfg) -> dict[str, float]:
+    """FLOPs of one chunk (deterministic: the latency claims) and the median wall time over `timing_reps` calls, the
+    samplers interleaved so machine load hits all alike (reported beside the counts)."""
+    out = {f"flops_{k}": float(chunk_flops(f)) for k, f in fns.items()}
     times = {k: [] for k in fns}
     for _ in range(cfg.timing_reps):
         for k, f in fns.items():
             t0 = time.perf_counter()
             f()
             times[k].append(time.perf_counter() - t0)
-    return {f"t_{k}_ms": 1000 * float(np.median(v)) for k, v in times.items()}
+    out.update({f"t_{k}_ms": 1000 * float(np.median(v)) for k, v in times.items()})
+    for k in fns:
+        if k != "base":
+            out[f"{k}_flops_ratio"] = out[f"flops_{k}"] / out["flops_base"]
+            out[f"{k}_time_ratio"] = out[f"t_{k}_ms"] / out["t_base_ms"]
+    return out
+
+
+@torch.no_grad()
+def _action_change(policy, base, vobs, cfg: Cfg, seed: int) -> float:
+    """Mean |chunk of `policy` - chunk of the base| on validation observations, the same noise for both (a LoRA that
+    learnt nothing scores 0)."""
+    o = torch.as_tensor(vobs[:512])
+    a = sample_flow(policy, o, cfg.flow_steps, torch.Generator().manual_seed(seed))
+    b = sample_flow(base, o, cfg.flow_steps, torch.Generator().manual_seed(seed))
+    return float((a - b).abs().mean())
 
 
 def run(cfg: Cfg, seed: int, ctx) -> dict[str, float]:
@@ -139,7 +172,7 @@ def _run(cfg: Cfg, seed: int, ctx) -> dict[str, float]:
     for i, (arm, kw) in enumerate(LADDER.items()):
         rcfg = REMACConfig(**kw, steps=cfg.lora_steps, lr=cfg.lora_lr)
         peft_models[arm] = finetune(base, obs, chunks, rcfg, seed=100 * seed + i, a_tilde=a_tilde)
-        merged[arm] = merge(peft_models[arm])
+        merged[arm] = peft_models[arm] if arm in UNMERGED else merge(peft_models[arm])
     ctx.log(f"LoRA arms trained; {time.time() - t0:.0f}s")
     with torch.no_grad():  # merging leaves outputs equal
         vo, va = torch.as_tensor(vobs[:512]), torch.as_tensor(vchunks[:512])
@@ -148,14 +181,19 @@ def _run(cfg: Cfg, seed: int, ctx) -> dict[str, float]:
     m["merge_max_abs_diff"] = float(diff.abs().max())
     n_lora = sum(q.numel() for q in peft_models["remac"].parameters() if q.requires_grad)
     m["lora_param_frac"] = n_lora / sum(q.numel() for q in base.parameters())
+    n_gated = sum(q.numel() for q in peft_models["remacgated"].parameters() if q.requires_grad)
+    m["gated_param_frac"] = n_gated / sum(q.numel() for q in base.parameters())
+    m["lora_action_change"] = _action_change(merged["lora"], base, vobs, cfg, seed)
+    m["remac_action_change"] = _action_change(merged["remac"], base, vobs, cfg, seed)
 
     gen = torch.Generator().manual_seed(seed)
     m["rtc_beta"] = _tune(lambda b: (_chunkers(base, {}, cfg, gen, b)["rtc"], 0.01), cfg.rtc_betas, cfg, seed,
                           "async", ctx, "RTC beta")  # fmt: skip
     m["te_k"] = _tune(lambda k: (_chunkers(base, {}, cfg, gen)["naive"], k), cfg.te_ks, cfg, seed, "te", ctx, "TE k")
     chunkers = _chunkers(base, merged, cfg, gen, m["rtc_beta"])
+    chunkers["expert_naive"], chunkers["expert_prefix"] = expert_chunker(False, CHUNK), expert_chunker(True, CHUNK)
     plan = [("sync", "naive", "sync"), ("naive", "naive", "async"), ("te", "naive", "te"), ("rtc", "rtc", "async")]
-    plan += [(arm, arm, "async") for arm in (*LADDER, "remacnoise")]
+    plan += [(arm, arm, "async") for arm in (*LADDER, "remacnoise", "expert_naive", "expert_prefix")]
     dmax, rollout = max(cfg.delays), {}
     for arm, ch, strategy in plan:
         for d in cfg.delays:
@@ -176,11 +214,12 @@ def _run(cfg: Cfg, seed: int, ctx) -> dict[str, float]:
         m[f"naive_d{d0}"] - m[f"naive_d{dmax}"], 1e-9
     )
     m["lora_gain"] = m["lora_late"] - m["naive_late"]
-    m.update(_timings(base, merged["remac"], peft_models["remac"], cfg, gen))
-    m["remac_time_ratio"] = m["t_remac_ms"] / m["t_base_ms"]
-    m["rtc_time_ratio"] = m["t_rtc_ms"] / m["t_base_ms"]
-    ctx.log(f"timings ms/chunk: base {m['t_base_ms']:.2f}, merged REMAC {m['t_remac_ms']:.2f}, unmerged LoRA "
-            f"{m['t_lora_ms']:.2f}, RTC {m['t_rtc_ms']:.2f}; {time.time() - t0:.0f}s")  # fmt: skip
+    m.update(_costs(_samplers(base, merged["remac"], peft_models["remac"], merged["remacgated"], cfg, gen), cfg))
+    ctx.log(f"per chunk: base {m['flops_base']:.3g} FLOPs / {m['t_base_ms']:.2f} ms; x base FLOPs (wall): merged "
+            f"REMAC {m['remac_flops_ratio']:.2f} ({m['remac_time_ratio']:.2f}), unmerged LoRA "
+            f"{m['lora_flops_ratio']:.2f} ({m['lora_time_ratio']:.2f}), gated {m['gated_flops_ratio']:.2f} "
+            f"({m['gated_time_ratio']:.2f}), RTC {m['rtc_flops_ratio']:.2f} ({m['rtc_time_ratio']:.2f}); "
+            f"{time.time() - t0:.0f}s")  # fmt: skip
     if seed == cfg.seeds[0]:  # one episode's trajectory at the largest delay for the rollout figure
         env, states = BatchCatchBall(cfg.eval_episodes, test_seed), []
         while not env.done:
@@ -206,7 +245,7 @@ def plots(run_dir, per_seed, cfg):
     seeds = list(per_seed.values())
     fig, ax = plt.subplots(figsize=(6.5, 3.8))
     styles = {"sync": ":", "naive": "-", "te": ":", "rtc": "--", "lora": "-.", "mask": "-", "curr": "-", "remac": "-",
-              "remacclean": "--"}  # fmt: skip
+              "remacclean": "--", "remacgated": "--", "expert_prefix": ":"}  # fmt: skip
     for arm, st in styles.items():
         ys = [[s[f"{arm}_d{d}"] for s in seeds if f"{arm}_d{d}" in s] for d in cfg.delays]
         ax.errorbar(cfg.delays, [np.mean(y) for y in ys], yerr=[np.std(y) for y in ys], fmt=st, marker="o",

@@ -25,8 +25,10 @@ from iclr26.rlft.remix import ReMixConfig, ReMixTrainer
 from iclr26.rlft.remix.world import ArithmeticWorld, reward
 
 from . import Cfg
+from .curves import cost_to, level_for, speedup
 
 SFT_VERSION = 2  # bump when the world or the SFT recipe changes (cached policies are retrained)
+NULL_SEED_OFFSET = 500  # the null arm: GRPO again from the same SFT policy with another sampling / data-order seed
 
 # ReMix's three components per arm: (mixing + UTD, KL-Convex, reincarnation); "grpo"/"shuffled" use TRL's trainer.
 ABLATIONS = {
@@ -128,13 +130,16 @@ def _train_arm(arm: str, cfg: Cfg, seed: int, path: str, tok, world, eval_fn, ou
         return r
 
     per_iter = cfg.prompts_per_iter * cfg.num_generations
+    # fp32 throughout (bf16=False): TRL's configs default to a CPU bfloat16 autocast, under which the RL curve points
+    # would be scored in another precision than the SFT point (VERSION 1)
+    rl_seed = seed + NULL_SEED_OFFSET if arm == "grpo_null" else seed
     common = dict(output_dir=out_dir, per_device_train_batch_size=per_iter, num_generations=cfg.num_generations,
                   max_completion_length=cfg.max_completion_length, learning_rate=cfg.lr, lr_scheduler_type="constant",
                   beta=cfg.beta, epsilon=cfg.epsilon, loss_type="bnpo", temperature=1.0, top_k=0, max_steps=10**6,
                   logging_steps=10**6, report_to="none", use_cpu=True, save_strategy="no", disable_tqdm=True,
-                  seed=seed, data_seed=seed)  # fmt: skip
+                  bf16=False, seed=rl_seed, data_seed=rl_seed)  # fmt: skip
     ds = Dataset.from_list([{"prompt": p.prompt} for p in world.train])
-    if arm in ("grpo", "shuffled"):
+    if arm in ("grpo", "shuffled", "grpo_null"):
         args, cls = GRPOConfig(**common), GRPOTrainer
     else:
         knobs = dict(off_policy_ratio=cfg.off_policy_ratio, history_window=cfg.history_window, utd=cfg.utd,
@@ -148,7 +153,7 @@ def _train_arm(arm: str, cfg: Cfg, seed: int, path: str, tok, world, eval_fn, ou
     curve.trainer = tr
     t0 = time.perf_counter()
     tr.train()
-    return curve.points, time.perf_counter() - t0
+    return curve.points, time.perf_counter() - t0, int(tr.state.global_step)
 
 
 def _final(points) -> float:
@@ -158,8 +163,18 @@ def _final(points) -> float:
 def run(cfg: Cfg, seed: int, ctx) -> dict[str, float]:
     hf_logging.set_verbosity_error()
     hf_logging.disable_progress_bar()
+    if getattr(ctx, "model", None) and not cfg.real_iters:
+        raise ValueError(
+            "remix: --model runs the real-model half (ReMix vs GRPO on your LM), which is opt-in: add "
+            "`--set real_iters=8` (and `--set micro=false` to skip the micro-policy arms)"
+        )
     with run_threads():
-        return _run(cfg, seed, ctx)
+        m = _run(cfg, seed, ctx) if cfg.micro else {}
+        if cfg.real_iters:  # opt-in: ReMix vs GRPO on a real LM (SmolLM2, or --model)
+            from .real import real_model_check
+
+            m.update(real_model_check(cfg, seed, ctx))
+    return m
 
 
 def _run(cfg: Cfg, seed: int, ctx) -> dict[str, float]:
@@ -173,30 +188,39 @@ def _run(cfg: Cfg, seed: int, ctx) -> dict[str, float]:
 
     sft_acc, sft_len = eval_fn(model)
     ctx.log(f"seed {seed}: SFT acc {sft_acc:.3f} len {sft_len:.2f} ({time.perf_counter() - t0:.0f} s)")
-    curves, walls = {}, {}
+    curves, walls, steps = {}, {}, {}
     with tempfile.TemporaryDirectory() as tmp:
         model.save_pretrained(f"{tmp}/sft")
         tok.save_pretrained(f"{tmp}/sft")
         for arm in cfg.arms:
-            pts, wall = _train_arm(arm, cfg, seed, f"{tmp}/sft", tok, world, eval_fn, f"{tmp}/{arm}")
+            pts, wall, steps[arm] = _train_arm(arm, cfg, seed, f"{tmp}/sft", tok, world, eval_fn, f"{tmp}/{arm}")
             curves[arm], walls[arm] = [(0, sft_acc, sft_len, 0.0), *pts], wall
-            ctx.log(f"seed {seed}: {arm:9s} final acc {_final(curves[arm]):.3f} after {pts[-1][0]} rollouts "
-                    f"({wall:.0f} s)")  # fmt: skip
+            ctx.log(f"seed {seed}: {arm:9s} final acc {_final(curves[arm]):.3f} after {pts[-1][0]} rollouts, "
+                    f"{steps[arm]} optimizer steps ({wall:.0f} s)")  # fmt: skip
     m = {"sft_acc": sft_acc, "sft_len": sft_len}
     for arm, pts in curves.items():
         m[f"acc_{arm}"] = _final(pts)
         m[f"auc_{arm}"] = float(np.mean([p[1] for p in pts]))
+        m[f"rollouts_{arm}"] = float(pts[-1][0])
+        m[f"steps_{arm}"] = float(steps[arm])
     m["grpo_gain"] = m["acc_grpo"] - sft_acc
     if "shuffled" in curves:
         m["shuffled_gain"] = m["acc_shuffled"] - sft_acc
-    # rollouts ReMix needs to first reach GRPO's final accuracy
-    target = m["acc_grpo"]
-    reach = next((p for p in curves["remix"] if p[1] >= target), None)
-    m["remix_rollouts_to_grpo"] = float(cfg.budget if reach is None else max(reach[0], 1))
-    m["remix_speedup"] = 1.0 if reach is None else cfg.budget / max(reach[0], 1)
-    # the same in training wall-clock (evaluations excluded): GRPO's whole run / ReMix's time to reach
-    g_t, r_t = curves["grpo"][-1][3], curves["remix"][-1][3]
-    m["remix_wall_speedup"] = g_t / r_t if reach is None else g_t / max(reach[3], 1e-3)
+    ro = [m[f"rollouts_{a}"] for a in curves]
+    m["rollout_spread"] = max(ro) / min(ro) - 1.0
+    # one rule for every arm (curves.py): smoothed curves, one level (sft + q (GRPO's final - sft)), first crossing
+    level = level_for([p[1] for p in curves["grpo"]], sft_acc, cfg.reach_q, cfg.smooth_window)
+    m["reach_level"] = level
+    g_cost = cost_to(curves["grpo"], level, 0, cfg.smooth_window)
+    g_secs = cost_to(curves["grpo"], level, 3, cfg.smooth_window)
+    m["grpo_rollouts_to_level"] = g_cost
+    for arm in ("remix", "grpo_null"):
+        if arm in curves:
+            cost = cost_to(curves[arm], level, 0, cfg.smooth_window)
+            name = "remix" if arm == "remix" else "null"
+            m[f"{name}_rollouts_to_level"] = cost if np.isfinite(cost) else float("nan")
+            m[f"{name}_speedup"] = speedup(g_cost, cost)
+            m[f"{name}_wall_speedup"] = speedup(g_secs, cost_to(curves[arm], level, 3, cfg.smooth_window))
     # response length at the end of the mix phase (iteration T) vs GRPO after as many rollouts
     per_iter = cfg.prompts_per_iter * cfg.num_generations
     t_rollouts = per_iter + (cfg.reincarnate_at - 1) * _fresh_per_iter(cfg)
@@ -205,7 +229,7 @@ def _run(cfg: Cfg, seed: int, ctx) -> dict[str, float]:
     m["remix_len_drop"] = sft_len - remix_at_t[2]
     m["grpo_len_drop"] = sft_len - float(np.interp(remix_at_t[0], g[:, 0], g[:, 2]))
     m["remix_wall_s"], m["grpo_wall_s"] = walls["remix"], walls["grpo"]
-    m["remix_train_s"], m["grpo_train_s"] = r_t, g_t
+    m["remix_train_s"], m["grpo_train_s"] = curves["remix"][-1][3], curves["grpo"][-1][3]
     ctx.save_artifact(f"curves_seed{seed}", {a: [list(p) for p in pts] for a, pts in curves.items()})
     return m
 
@@ -218,6 +242,8 @@ def _fresh_per_iter(cfg: Cfg) -> int:
 def plots(run_dir, per_seed, cfg):
     import matplotlib.pyplot as plt
 
+    if not cfg.micro:
+        return []
     fig, ax = plt.subplots(figsize=(6.5, 4))
     for arm in cfg.arms:
         xs, ys = [], []

@@ -2,167 +2,36 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
-import math
 import random
-import shutil
 import time
 from dataclasses import asdict
 
 import torch
 from tqdm.auto import tqdm
 
-from iclr26.kvcache.restkv.world import TASKS, SyntheticLongCtx, WikiLongCtx
+from iclr26.kvcache.restkv.world import TASKS, WikiLongCtx
 
-from ...core.paths import trained_cache_dir
 from ...core.threads import torch_threads
 from ...kvcache import cache_lengths, compress_record, make_press, record_prefill, timed_generate
 from ...kvcache.measure import continue_from
-from . import (
-    BASELINES,
-    TINY_MODEL,
-    TINY_RECIPE,
-    TRAIN_FILLER_WEIGHT,
-    TRAIN_LR,
-    TRAIN_PHASES,
-    Cfg,
-)
+from . import BASELINES, Cfg
+from .tiny_model import encode_tiny, tiny_longctx_model, tiny_train_info
 
 REAL_MODEL = "smollm2-135m"  # the real-model half's default; `iclr26 run restkv --model X` replaces it
-
-
-def _train_sequence(world, tok, rng, length, density=(0.2, 0.5)):
-    """Token ids of one training text (``<bos>`` + :meth:`SyntheticLongCtx.training_segments`) and its answer mask
-    (1 exactly on the tokens of the answers)."""
-    segments = world.training_segments(length, rng, density)
-    pieces = tok([piece for piece, _ in segments], add_special_tokens=False)["input_ids"]
-    ids, ans = [tok.bos_token_id], [0]
-    for x, (_, flag) in zip(pieces, segments):
-        ids += x
-        ans += [int(flag)] * len(x)
-    return ids, ans
-
-
-def _batch(world, tok, rng, n, length, density=(0.2, 0.5)):
-    """(ids, answer mask, padding mask) of ``n`` training texts, right-padded."""
-    seqs = [_train_sequence(world, tok, rng, length, density) for _ in range(n)]
-    m = max(len(s) for s, _ in seqs)
-    x = torch.zeros(n, m, dtype=torch.long)
-    am, pm = torch.zeros(n, m), torch.zeros(n, m)
-    for i, (s, a) in enumerate(seqs):
-        x[i, : len(s)], am[i, : len(s)], pm[i, : len(s)] = torch.tensor(s), torch.tensor(a, dtype=torch.float), 1
-    return x, am, pm
-
-
-def _copy_batch(vocab, rng, n, half, bos):
-    """Random token sequences of length ``half`` repeated once; the answer mask covers the repeat."""
-    g = torch.Generator().manual_seed(rng.randrange(2**31))
-    r = torch.randint(4, vocab, (n, half), generator=g)  # ids 0–3 are the special tokens
-    x = torch.cat([torch.full((n, 1), bos), r, r], 1)
-    am = torch.cat([torch.zeros(n, half + 1), torch.ones(n, half)], 1)
-    return x, am, torch.ones_like(am)
-
-
-def _encode_tiny(tok, ex):
-    return tok(ex.prompt)["input_ids"], tok(ex.answer, add_special_tokens=False)["input_ids"]
-
-
-def _train_tiny(model, world, tok, rng, progress):
-    """The curriculum of TRAIN_PHASES; returns the answer-token accuracy of the last 50 task steps."""
-    total = sum(p.steps for p in TRAIN_PHASES)
-    opt = torch.optim.AdamW(model.parameters(), lr=TRAIN_LR["peak"], betas=(0.9, 0.98), weight_decay=0.01)
-    warm, tail = TRAIN_LR["warmup"], TRAIN_LR["decay_steps"]
-
-    def lr(s):
-        if s < warm:
-            return (s + 1) / warm
-        return 1.0 if s < total - tail else 0.1 + 0.45 * (1 + math.cos(math.pi * (s - total + tail) / tail))
-
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, lr)
-    model.train()
-    bar = tqdm(total=total, desc="train longctx-tiny", disable=not progress, leave=False)
-    hits: list[float] = []
-    for phase in TRAIN_PHASES:
-        for _ in range(phase.steps):
-            if rng.random() < phase.copy_frac:
-                half = rng.choice(phase.lengths) if phase.copy_frac == 1.0 else 64
-                x, am, pm = _copy_batch(len(tok), rng, max(1, phase.tokens // (2 * half)), half, tok.bos_token_id)
-                task = False
-            else:
-                n = rng.choice(phase.lengths)
-                x, am, pm = _batch(world, tok, rng, max(1, phase.tokens // n), n, phase.density)
-                task = True
-            logits = model(input_ids=x, attention_mask=pm.long()).logits[:, :-1]
-            ce = torch.nn.functional.cross_entropy(logits.transpose(1, 2), x[:, 1:], reduction="none")
-            w = pm[:, 1:] * TRAIN_FILLER_WEIGHT + am[:, 1:]  # answer tokens weigh 1 + the filler weight
-            loss = (ce * w).sum() / w.sum()
-            opt.zero_grad()
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-            opt.step()
-            sched.step()
-            if task:
-                mask = am[:, 1:] > 0
-                hits = [*hits[-49:], float((logits.argmax(-1)[mask] == x[:, 1:][mask]).float().mean())]
-                bar.set_postfix(answer_acc=f"{_mean(hits):.2f}", refresh=False)
-            bar.update()
-    bar.close()
-    model.eval()
-    return _mean(hits)
-
-
-def tiny_longctx_model(trained: bool = True, seed: int = 0, progress: bool = True):
-    """(model, tokenizer, world) of the tiny long-context model, trained by TRAIN_PHASES (``trained=False``: random
-    init, for smoke runs). Cached under the zoo folder with the training time; the key covers the architecture, the
-    recipe and the world's vocabulary, so changing any of them retrains."""
-    from transformers import AutoModelForCausalLM, PreTrainedTokenizerFast
-
-    from ...lm.tiny import tiny_config
-    from ...lm.tokenizer import build_word_tokenizer
-
-    world = SyntheticLongCtx(seed=0)
-    tok = build_word_tokenizer(world.vocabulary_texts())
-    torch.manual_seed(seed)
-    model = AutoModelForCausalLM.from_config(tiny_config(vocab_size=len(tok), **TINY_MODEL))
-    if not trained:
-        return model.eval(), tok, world
-    out = _tiny_dir(world, seed)
-    if not (out / "model.safetensors").exists():
-        t0 = time.time()
-        acc = _train_tiny(model, world, tok, random.Random(seed), progress)
-        tmp = out.with_name(out.name + ".tmp")
-        shutil.rmtree(tmp, ignore_errors=True)
-        model.save_pretrained(tmp)
-        tok.save_pretrained(tmp / "tokenizer")
-        info = {"train_s": time.time() - t0, "threads": torch.get_num_threads(), "final_answer_acc": acc}
-        (tmp / "train.json").write_text(json.dumps(info, indent=1))
-        shutil.rmtree(out, ignore_errors=True)
-        tmp.rename(out)
-    model = AutoModelForCausalLM.from_pretrained(out, dtype=torch.float32)
-    tok = PreTrainedTokenizerFast.from_pretrained(out / "tokenizer")
-    return model.eval(), tok, world
-
-
-def _tiny_dir(world, seed):
-    spec = [TINY_RECIPE, world.vocabulary_texts()]
-    key = hashlib.sha1(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:8]
-    return trained_cache_dir() / "zoo" / f"longctx-tiny-s{seed}-{key}"
-
-
-def tiny_train_info(seed: int = 0) -> dict:
-    """The cached tiny model's training record (seconds, threads, final answer accuracy), or {} if not trained yet."""
-    f = _tiny_dir(SyntheticLongCtx(seed=0), seed) / "train.json"
-    return json.loads(f.read_text()) if f.exists() else {}
 
 
 # ---------------------------------------------------------------------------------------------------------- evaluation
 @torch.no_grad()
 def evaluate(model, encoded, methods, budgets, window, seed, desc="eval"):
-    """encoded: list of (task, prompt ids, answer ids). Returns {(method, budget): [(task, exact, token acc)]} and
-    whether every compressed cache held exactly its budget in every layer and head."""
+    """encoded: list of (task, prompt ids, answer ids). Returns {(method, budget): [(task, exact, token acc)]} with two
+    extra entries, "timing" (mean seconds of the bare prefill and of each press's scoring + eviction, at the first
+    budget, where every press scores from scratch) and "kept" ({(method, budget): mean over examples of the tokens
+    kept per layer and KV head, read from the compressed cache tensors, over the budget}), and whether every compressed
+    cache held exactly its budget in every layer and head (PyramidKV excluded: its layer budgets differ by design)."""
     results: dict = {}
     timing: dict = {}
+    kept: dict = {}
     exact_budget = True
     for task, p, a in tqdm(encoded, desc=desc, leave=False):
         prefix, tail = torch.tensor([p[:-1]]), [p[-1]]
@@ -177,20 +46,30 @@ def evaluate(model, encoded, methods, budgets, window, seed, desc="eval"):
                 press = make_press(method, budget=b, window_size=window, seed=seed, score_cache=memo)
                 t0 = time.perf_counter()
                 cache = compress_record(rec, press)
-                timing.setdefault(method, []).append(time.perf_counter() - t0)
+                if b is None or b == budgets[0]:  # later budgets may reuse memoised scores (budget-free scorers)
+                    timing.setdefault(method, []).append(time.perf_counter() - t0)
                 lens = cache_lengths(cache)
-                if b is not None and method != "pyramidkv":
-                    exact_budget &= all(n == min(b, t) for n in lens)
+                if b is not None:
+                    kept.setdefault((method, b), []).append(sum(lens) / len(lens) / min(b, t))
+                    if method != "pyramidkv":
+                        exact_budget &= all(n == min(b, t) for n in lens)
                 pred = continue_from(model, cache, t, feed)[0].argmax(-1)
                 ok = (pred == torch.tensor(a)).float()
                 results.setdefault((method, b), []).append((task, float(ok.all()), float(ok.mean())))
     results["timing"] = {k: _mean(v) for k, v in timing.items()}
+    results["kept"] = {k: _mean(v) for k, v in kept.items()}
     return results, exact_budget
 
 
-def _summarise(results, budgets, tag, m):
-    """metrics: full-cache accuracy per task; accuracy per method and budget (mean over tasks and examples)."""
+def _summarise(results, budgets, tag, m, n_seeds=1):
+    """metrics: full-cache accuracy per task; accuracy per method and budget (mean over tasks and examples); the
+    resolution of the ReST-KV − SnapKV comparison at the smallest budget for a run of ``n_seeds`` such seeds."""
     timing = results.pop("timing")
+    kept = results.pop("kept")
+    for (method, b), ratio in kept.items():
+        m[f"kept_{tag}_{method}_b{b}"] = ratio
+    # budget parity: the largest deviation of any press's kept tokens (mean over layers, heads and examples) from B
+    m[f"budget_dev_{tag}"] = max(abs(r - 1.0) for r in kept.values())
     for method in ("snapkv", "restkv"):
         if method in timing:  # prefill + scoring + eviction, over the bare prefill
             m[f"prefill_cost_{tag}_{method}"] = (timing["prefill"] + timing[method] - timing["full"]) / timing[
@@ -221,12 +100,22 @@ def _summarise(results, budgets, tag, m):
     for method in curves:
         m[f"acc_{tag}_{method}"] = _mean([m[f"acc_{tag}_{method}_b{b}"] for b in budgets])
         m[f"acc_{tag}_{method}_small"] = m[f"acc_{tag}_{method}_b{lo}"]  # scale-independent names for the claims
-    best_base_lo = max(m[f"acc_{tag}_{x}_b{lo}"] for x in BASELINES if f"acc_{tag}_{x}_b{lo}" in m)
-    m[f"acc_{tag}_best_baseline_b{lo}"] = best_base_lo
+    base = [x for x in BASELINES if f"acc_{tag}_{x}_b{lo}" in m]
+    m[f"acc_{tag}_best_baseline_b{lo}"] = max(m[f"acc_{tag}_{x}_b{lo}"] for x in base)
+    m[f"acc_{tag}_best_baseline_small"] = m[f"acc_{tag}_best_baseline_b{lo}"]
+    scored = [x for x in base if x != "random"]  # the negative control's comparison: baselines that score tokens
+    if scored:
+        m[f"acc_{tag}_best_scored_baseline_small"] = max(m[f"acc_{tag}_{x}_b{lo}"] for x in scored)
     gap_lo = m[f"acc_{tag}_restkv_b{lo}"] - m[f"acc_{tag}_snapkv_b{lo}"]
     gap_hi = m[f"acc_{tag}_restkv_b{hi}"] - m[f"acc_{tag}_snapkv_b{hi}"]
     m[f"gap_vs_snapkv_{tag}_small"], m[f"gap_vs_snapkv_{tag}_large"] = gap_lo, gap_hi
     m[f"gap_widening_{tag}"] = gap_lo - gap_hi
+    # power of the design: the one-sided 95 % half-width of mean(ReST-KV − SnapKV) over n_seeds × examples paired
+    # 0/1 outcomes is 1.645·√(discord / N) at the observed share of examples on which the two presses disagree
+    pairs = list(zip(results[("restkv", lo)], results[("snapkv", lo)]))
+    discord = _mean([abs(r[1] - s[1]) for r, s in pairs])
+    m[f"discord_{tag}_restkv_snapkv_small"] = discord
+    m[f"resolution_{tag}"] = 1.645 * (max(discord, 1 / len(pairs)) / (len(pairs) * n_seeds)) ** 0.5
     if f"acc_{tag}_restkv_legacy_b{lo}" in m:
         m[f"gap_vs_legacy_{tag}_small"] = m[f"acc_{tag}_restkv_b{lo}"] - m[f"acc_{tag}_restkv_legacy_b{lo}"]
     return curves
@@ -236,13 +125,16 @@ def _mean(xs):
     return sum(xs) / len(xs) if xs else float("nan")
 
 
-def _efficiency(model, make_ids, lengths, budget, window, new_tokens, tag, m, methods=("full", "snapkv", "restkv")):
+def _efficiency(
+    model, make_ids, lengths, budget, window, new_tokens, tag, m, repeats=1, methods=("full", "snapkv", "restkv")
+):
+    """Time ``model.generate`` under each press (best of ``repeats``, the methods interleaved per context length)."""
     rows = {}
     for n in lengths:
         ids = make_ids(n)
         for method in methods:
             press = make_press(method, budget=budget, window_size=window)
-            r = timed_generate(model, ids, press, max_new_tokens=new_tokens)
+            r = timed_generate(model, ids, press, max_new_tokens=new_tokens, repeats=repeats)
             if method != "full" and r["cache_len"] != budget:
                 raise RuntimeError(f"{method} did not evict: cache holds {r['cache_len']} tokens, budget {budget}")
             rows[(method, n)] = r
@@ -256,7 +148,8 @@ def _efficiency(model, make_ids, lengths, budget, window, new_tokens, tag, m, me
                 m[f"peak_mem_ratio_{tag}_{method}_L{n}"] = r["peak_mem_bytes"] / max(f["peak_mem_bytes"], 1)
     n = max(lengths)
     for method in methods[1:]:
-        m[f"decode_speedup_{tag}_{method}_longest"] = m[f"decode_speedup_{tag}_{method}_L{n}"]
+        for k in ("decode_speedup", "kv_ratio", "peak_mem_ratio"):
+            m[f"{k}_{tag}_{method}_longest"] = m[f"{k}_{tag}_{method}_L{n}"]
     m[f"ttft_overhead_{tag}_restkv_vs_snapkv"] = (
         rows[("restkv", n)]["prefill_s"] / rows[("snapkv", n)]["prefill_s"] - 1.0
     )
@@ -280,10 +173,10 @@ def _run(cfg: Cfg, seed: int, ctx) -> dict[str, float]:
     encoded = []
     for task in TASKS:
         for _ in range(cfg.tiny_examples):
-            p, a = _encode_tiny(tok, world.sample(task, cfg.tiny_length, rng))
+            p, a = encode_tiny(tok, world.sample(task, cfg.tiny_length, rng))
             encoded.append((task, p, a))
     res, exact = evaluate(model, encoded, cfg.methods, cfg.tiny_budgets, cfg.tiny_window, seed, "eval tiny")
-    curves = {"tiny": _summarise(res, cfg.tiny_budgets, "tiny", m)}
+    curves = {"tiny": _summarise(res, cfg.tiny_budgets, "tiny", m, len(cfg.seeds))}
     m["budget_exact_tiny"] = float(exact)
     ctx.log(
         f"tiny: full-cache acc {m['fullacc_tiny']:.2f}; restkv@{min(cfg.tiny_budgets)} "
@@ -301,6 +194,7 @@ def _run(cfg: Cfg, seed: int, ctx) -> dict[str, float]:
             cfg.eff_new_tokens,
             "tiny",
             m,
+            cfg.eff_repeats,
         )
     }
     if cfg.smol:
@@ -334,8 +228,9 @@ def real_model_part(cfg: Cfg, seed: int, model_name: str | None, rng: random.Ran
             ex = wiki.sample(cfg.smol_tasks[(seed + i) % len(cfg.smol_tasks)], n, stok, rng)
             p = stok(ex.prompt, add_special_tokens=False)["input_ids"]
             encoded.append((ex.task, p, stok(" " + ex.answer, add_special_tokens=False)["input_ids"]))
-    res, exact = evaluate(smol, encoded, cfg.methods, cfg.smol_budgets, cfg.smol_window, seed, "eval smollm2")
-    curves = _summarise(res, cfg.smol_budgets, "smollm2", m)
+    methods = [x for x in cfg.methods if x in cfg.smol_methods] if cfg.smol_methods else cfg.methods
+    res, exact = evaluate(smol, encoded, methods, cfg.smol_budgets, cfg.smol_window, seed, "eval smollm2")
+    curves = _summarise(res, cfg.smol_budgets, "smollm2", m, len(cfg.seeds))
     m["budget_exact_smollm2"] = float(exact)
     eff = None
     if cfg.eff_smol:
@@ -349,6 +244,7 @@ def real_model_part(cfg: Cfg, seed: int, model_name: str | None, rng: random.Ran
             cfg.eff_new_tokens,
             "smollm2",
             m,
+            cfg.eff_repeats,
         )
     return curves, eff
 

@@ -147,8 +147,12 @@ def _run(cfg: Cfg, seed: int, ctx) -> dict[str, float]:
     for a, tab in tables.items():
         for met in PER_AGENT + ("lqe_exit_rate",):
             m[f"{met}_{a}"] = float(metric_statistic(met, ce_weights=w_ref)(one, tab)[0])
+    turn_tabs = {a: cluster_table(ts, clusters, unit="turn")[0] for a, ts in traces.items()}  # the paper's unit
+    w_turn = global_prevalence(sum(turn_tabs.values()))
+    for a, tab in turn_tabs.items():
+        m[f"calibration_error_turn_{a}"] = float(metric_statistic("calibration_error", ce_weights=w_turn)(one, tab)[0])
     for a, ts in traces.items():  # the recovery CDF itself, for the plot: share of traces at E = 2 by turn t
-        hits = np.array([first_hit(t) for t in ts])
+        hits = np.array([first_hit(t, unit="turn") for t in ts])
         m.update({f"cdf_{a}_t{t}": float(np.mean(hits <= t)) for t in range(cfg.max_searches + 1)})
     pooled = sum(tables.values())
     for act in ("repeat", "refine", "followup"):
@@ -180,12 +184,53 @@ def _run(cfg: Cfg, seed: int, ctx) -> dict[str, float]:
         judged_sep["process_sep_frac"],
         judged_sep["process_z_min"],
     )
+    m.update(_official(cfg, seed, ctx))
     ctx.log(
         f"seed {seed}: process_sep {m['process_sep_frac']:.2f} acc_sep {m['acc_sep_frac']:.2f} twin_sep "
         f"{m['twin_sep_frac']:.2f}; kappa rule {m['kappa_rule_mean']:.3f} learned {m['kappa_learned_mean']:.3f} "
         f"shuffled {m['kappa_shuffled_mean']:.3f}; {time.time() - t0:.1f}s"
     )
     return m
+
+
+_OFFICIAL: dict = {}
+
+
+def _official(cfg: Cfg, seed: int, ctx) -> dict[str, float]:
+    """The paper's findings on its own 190 expert-annotated traces (fixed bootstrap seed 42: the same on every seed),
+    and the two randomisation controls (their randomness follows the run seed)."""
+    from iclr26.agents.seekbench import official as off
+
+    path = off.find_official()
+    if path is None:
+        ctx.log(f"official SeekBench traces not found; their claims are not testable here ({off.HOW_TO_GET})")
+        return {k: float("nan") for k in OFFICIAL_METRICS}
+    key = (str(path), cfg.n_boot_official)
+    if key not in _OFFICIAL:
+        traces = off.load_official(path)
+        out = {"official_n_traces": float(len(traces))}
+        for unit in ("step", "turn"):
+            r = off.pairwise_separation(traces, unit=unit, n_boot=cfg.n_boot_official)
+            sfx = "" if unit == "step" else "_turn"
+            out[f"official_separation{sfx}"], out[f"official_n_separated{sfx}"] = r["separation"], r["n_separated"]
+            out["official_acc_z_max"] = r["acc_z_max"]
+        for k, v in off.exit_contrasts(traces, n_boot=cfg.n_boot_official).items():
+            out[f"official_{k}"] = v
+        _OFFICIAL[key] = (traces, out)
+    traces, out = _OFFICIAL[key]
+    m = dict(out)
+    m["official_split_separation"] = off.split_separation(traces, seed, n_boot=cfg.n_boot_official)
+    perm = off.exit_contrasts(off.permute_query_types(traces, seed), n_boot=cfg.n_boot_official, seed=seed)
+    m["official_perm_z_refine_vs_repeat"] = perm["z_refine_vs_repeat"]
+    m["official_perm_z_followup_vs_repeat"] = perm["z_followup_vs_repeat"]
+    return m
+
+
+OFFICIAL_METRICS = ("official_n_traces", "official_separation", "official_n_separated", "official_separation_turn",
+                    "official_n_separated_turn", "official_acc_z_max", "official_exit_after_repeat",
+                    "official_exit_after_refine", "official_exit_after_followup", "official_z_refine_vs_repeat",
+                    "official_z_followup_vs_repeat", "official_split_separation", "official_perm_z_refine_vs_repeat",
+                    "official_perm_z_followup_vs_repeat")  # fmt: skip
 
 
 def plots(run_dir, per_seed, cfg):

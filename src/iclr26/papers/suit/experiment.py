@@ -58,6 +58,7 @@ def _hmean(xs):
 
 
 _PREP: dict = {}
+UNEDITED = ("efficacy", "paraphrase", "neighborhood", "rloc")
 
 
 def run_setting(setting: str, cfg: Cfg, seed: int, ctx) -> dict[str, float]:
@@ -84,6 +85,10 @@ def run_setting(setting: str, cfg: Cfg, seed: int, ctx) -> dict[str, float]:
         f"lambda_{setting}": prep["knobs"][0],
     }
     ctx.log(f"{setting}: recall {prep['recall']:.3f}; {len(reqs)} edits in sequential batches of {bs}")
+    out[f"n_edits_{setting}"] = float(len(reqs))
+    # the unedited model on the same requests and probes: the ceiling of every preservation metric (headroom gates)
+    unedited = summarise("unedited", evaluate_edits(model, tok, reqs), setting)
+    out.update({f"unedited_{k}_{setting}": unedited[f"unedited_{k}_{setting}"] for k in UNEDITED})
     curves, deltas = {}, {}
     for name, ed in prep["editors"].items():
         t0 = time.time()
@@ -104,8 +109,10 @@ def run_setting(setting: str, cfg: Cfg, seed: int, ctx) -> dict[str, float]:
             f"({time.time() - t0:.0f} s)"
         )
     out[f"best_baseline_efficacy_{setting}"] = max(out[f"{b}_efficacy_{setting}"] for b in BASELINES)
+    out[f"best_baseline_neighborhood_{setting}"] = max(out[f"{b}_neighborhood_{setting}"] for b in BASELINES)
     out.update(nullspace_metrics(prep["editors"]["alphaedit"], setting))
     out.update(key_diagnostic(prep, setting, deltas, cfg))
+    out[f"min_baseline_key_leak_{setting}"] = min(out[f"{b}_key_leak_{setting}"] for b in BASELINES)
     ctx.log(
         f"{setting}: shared key subspace {out[f'shared_dim_{setting}']:.1f} directions (τ {cfg.tau_energy}), "
         f"{out[f'shared_dim_tau06_{setting}']:.1f} at τ 0.6; key leak "

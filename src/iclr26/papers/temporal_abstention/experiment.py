@@ -2,68 +2,15 @@
 
 from __future__ import annotations
 
-import hashlib
-import json
-import time
-
-import torch
 from transformers.utils import logging as hf_logging
 
-from iclr26.core.locks import cached_json
-from iclr26.core.paths import trained_cache_dir
-from iclr26.core.tuning import tune_on_grid
-from iclr26.rlft.abstention import AbstentionReward, abstention_metrics
+from iclr26.rlft.abstention import abstention_metrics, extract_answer, generate
 from iclr26.rlft.abstention.world import make_temporal_qa
 
 from . import Cfg, units
 from .policy import base_policy, tokenizer, untrained_policy
 from .real import real_model_check
-from .stages import NATURAL, cot_sft, evaluate, grpo
-
-TUNE_SEED = 77  # world seed of the tuning data, disjoint from every reproduction seed's (1000 * seed + 1..8)
-
-
-def tuned_lrs(base, tok, cfg: Cfg, ctx) -> dict:
-    """The one tuning rule, run once per config on its own data (cached like a model): the SFT lr by validation EM
-    (epochs early-stopped), then, from that SFT policy, the GRPO lr of the abstention arm by validation EM; each grid
-    grows past an edge pick (`tune_on_grid`). Every seed and every GRPO arm then uses these values (the EM-only and
-    80 % arms are ablations of the abstention arm: one change each, same lr and budget)."""
-    keys = ("d_model", "n_layers", "base_steps", "base_items", "base_unanswerable", "n_sft", "sft_unanswerable",
-            "sft_max_epochs", "n_rl", "rl_unanswerable", "grpo_steps", "grpo_eval_every", "grpo_patience",
-            "grpo_min_steps", "grpo_batch", "num_generations", "beta",
-            "max_new_tokens", "n_val", "sft_lr_grid", "grpo_lr_grid", "max_extensions")  # fmt: skip
-    spec = json.dumps({k: getattr(cfg, k) for k in keys}, sort_keys=True)
-    path = trained_cache_dir() / "zoo" / f"abstention-lrs-{hashlib.sha1(spec.encode()).hexdigest()[:10]}.json"
-
-    def compute():
-        t0, s = time.time(), 1000 * TUNE_SEED
-        val = make_temporal_qa(cfg.n_val, unanswerable_frac=NATURAL, seed=s + 2)
-        sft_items = make_temporal_qa(cfg.n_sft, unanswerable_frac=cfg.sft_unanswerable, seed=s + 3)
-        rl_items = make_temporal_qa(cfg.n_rl, unanswerable_frac=cfg.rl_unanswerable, seed=s + 4)
-        rl_val = make_temporal_qa(cfg.n_val, unanswerable_frac=cfg.rl_unanswerable, seed=s + 6)
-
-        def sft_score(lr):
-            pol, _ = cot_sft(base, tok, sft_items, val, cfg, TUNE_SEED, ctx, lr=lr)
-            return evaluate(pol, tok, val, cfg, "v")["v_em"], pol
-
-        g_sft = tune_on_grid(sft_score, cfg.sft_lr_grid, max_extensions=cfg.max_extensions)
-        ctx.log(
-            f"tuning: SFT lr {g_sft.best:g} (val EM {', '.join(f'{k:g}:{v:.3f}' for k, v in g_sft.scores.items())})"
-        )  # noqa: E501
-
-        def grpo_score(lr):
-            torch.manual_seed(TUNE_SEED)
-            pol, *_ = grpo(g_sft.payload, tok, rl_items, AbstentionReward(), cfg, TUNE_SEED, ctx, lr=lr, val=rl_val)
-            return evaluate(pol, tok, val, cfg, "v")["v_em"], None
-
-        g_rl = tune_on_grid(grpo_score, cfg.grpo_lr_grid, max_extensions=cfg.max_extensions)
-        ctx.log(f"tuning: GRPO lr {g_rl.best:g} (val EM {', '.join(f'{k:g}:{v:.3f}' for k, v in g_rl.scores.items())})")
-        out = {"sft_lr": g_sft.best, "grpo_lr": g_rl.best, "sft_scores": {str(k): v for k, v in g_sft.scores.items()},
-               "grpo_scores": {str(k): v for k, v in g_rl.scores.items()}, "sft_at_edge": g_sft.at_edge,
-               "grpo_at_edge": g_rl.at_edge, "seconds": time.time() - t0}  # fmt: skip
-        return out
-
-    return cached_json(path, "the temporal-abstention learning-rate tuning", compute)
+from .stages import NATURAL, evaluate
 
 
 def run(cfg: Cfg, seed: int, ctx) -> dict[str, float]:
@@ -72,6 +19,11 @@ def run(cfg: Cfg, seed: int, ctx) -> dict[str, float]:
     import datasets
 
     datasets.disable_progress_bars()  # TRL's dataset preparation bars, once per trainer
+    if getattr(ctx, "model", None) and not cfg.real_steps:
+        raise ValueError(
+            "temporal-abstention: --model runs the real-model half (LoRA CoT-SFT + GRPO on your LM), which is opt-in: "
+            "add `--set real_steps=6` (and `--set micro=false` to skip the micro-policy arms)"
+        )
     out: dict[str, float] = {}
     if cfg.micro:
         out.update(micro_arms(cfg, seed, ctx))
@@ -92,26 +44,36 @@ def micro_arms(cfg: Cfg, seed: int, ctx) -> dict[str, float]:
     out.update(evaluate(untrained_policy(cfg, tok, seed), tok, test, cfg, "untrained"))
 
     base, out["base_seconds"] = base_policy(cfg, tok, progress=not ctx.quiet)
-    lrs = tuned_lrs(base, tok, cfg, ctx)
-    out["sft_lr"], out["grpo_lr"] = lrs["sft_lr"], lrs["grpo_lr"]
+    lrs = {"sft_lr": cfg.sft_lr, "grpo_lr": cfg.grpo_lr}  # pre-declared (VERSION 6; was a tuning run)
     sft_u = units.sft_unit(cfg, seed, base, tok, lrs, log=ctx.log)
     out["sft_epochs"], out["seconds_sft"] = float(sft_u["epochs"]), sft_u["seconds"]
-    out.update(evaluate(units.policy(base, sft_u["state"]), tok, test, cfg, "sft"))
-    ctx.log(f"seed {seed}: SFT ({sft_u['epochs']} ep) EM {out['sft_em']:.3f} TP {out['sft_tp']:.3f}")
+    sft = units.policy(base, sft_u["state"])
+    out.update(evaluate(sft, tok, test, cfg, "sft"))
+    sft_answers = answers(sft, tok, test, cfg)
+    ctx.log(f"seed {seed}: SFT ({sft_u['epochs']} ep, validation EM per epoch {sft_u.get('val_em_curve')}, "
+            f"{sft_u['seconds']:.0f} s) test EM {out['sft_em']:.3f} TP {out['sft_tp']:.3f}")  # fmt: skip
 
     for name, u in units.arm_units(cfg, seed, base, tok, lrs, log=ctx.log).items():
         out[f"{name}_reward_first"], out[f"{name}_reward_last"] = u["reward_first"], u["reward_last"]
-        out[f"{name}_seconds"] = u["seconds"]
-        out[f"{name}_steps"], out[f"{name}_best_step"] = float(u["steps"]), float(u["best_step"])
-        out[f"{name}_val_reward"], out[f"{name}_val_reward_start"] = u["val_reward"], u["val_reward_start"]
-        out.update(evaluate(units.policy(base, u["state"]), tok, test, cfg, name))
+        out[f"{name}_seconds"], out[f"{name}_steps"] = u["seconds"], float(u["steps"])
+        arm = units.policy(base, u["state"])
+        out.update(evaluate(arm, tok, test, cfg, name))
         out[f"{name}_tp_gain"] = out[f"{name}_tp"] - out["sft_tp"]
+        out[f"{name}_changed"] = sum(a != b for a, b in zip(answers(arm, tok, test, cfg), sft_answers)) / len(test)
         ctx.log(f"seed {seed}: {name} EM {out[f'{name}_em']:.3f} TP {out[f'{name}_tp']:.3f} "
-                f"over-abst {out[f'{name}_over_abstention']:.3f}; {u['steps']} steps, best {u['best_step']} "
-                f"({u['seconds']:.0f} s)")  # fmt: skip
+                f"over-abst {out[f'{name}_over_abstention']:.3f}; answers changed {out[f'{name}_changed']:.3f}; "
+                f"{u['steps']} steps ({u['seconds']:.0f} s)")  # fmt: skip
+    steps = [out[f"{a}_steps"] for a in units.ARMS]
+    out["steps_spread"] = max(steps) / max(1.0, min(steps)) - 1.0
     # a later seed's SFT policy and arms, trained while no worker is free for that seed yet
     units.prepare(cfg, seed, getattr(ctx, "seeds", (seed,)), base, tok, lrs, log=ctx.log)
     return out
+
+
+def answers(model, tok, items, cfg: Cfg) -> list[str | None]:
+    """The extracted greedy answers of a policy (None where no <answer> block): what "the arm moved" compares."""
+    outs = generate(model, tok, [it.prompt for it in items], max_new_tokens=cfg.max_new_tokens, batch_size=64)
+    return [extract_answer(o) for o in outs]
 
 
 def plots(run_dir, per_seed, cfg: Cfg):

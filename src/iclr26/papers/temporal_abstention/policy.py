@@ -15,7 +15,7 @@ from iclr26.core.paths import trained_cache_dir
 from iclr26.lm.tiny import tiny_model
 from iclr26.lm.train import TrainConfig
 from iclr26.rlft.abstention import exact_word_tokenizer
-from iclr26.rlft.abstention.world import make_temporal_qa, vocabulary
+from iclr26.rlft.abstention.world import make_temporal_qa, short_rationale, vocabulary
 
 BASE_SEED = 10_000  # world seed of the base texts, disjoint from every reproduction seed's data
 
@@ -35,14 +35,22 @@ def _fresh(cfg, tok, seed: int = 0):
 
 
 def untrained_policy(cfg, tok, seed: int):
-    """Control: the same architecture, random weights."""
+    """Control: the same architecture, random weights (the start of CoT-SFT when there is no base)."""
     return _fresh(cfg, tok, seed)
 
 
+def start_policy(cfg, tok, base, seed: int):
+    """Where a seed's CoT-SFT starts: the shared base, or (``base_steps == 0``) the seed's own random init."""
+    return base if cfg.base_steps else untrained_policy(cfg, tok, seed)
+
+
 def base_policy(cfg, tok, progress: bool = True) -> tuple[torch.nn.Module, float]:
-    """The cached base policy (trained on first use, under a lock) and the seconds spent training it now."""
+    """The cached base policy (trained on first use, under a lock) and the seconds spent training it now; with
+    ``cfg.base_steps == 0`` there is none (CoT-SFT starts from a random init, see `start_policy`)."""
+    if not cfg.base_steps:
+        return _fresh(cfg, tok), 0.0
     key = f"abstention-base-d{cfg.d_model}-l{cfg.n_layers}-s{cfg.base_steps}-n{cfg.base_items}"
-    key += f"-u{cfg.base_unanswerable:g}-v1"
+    key += f"-u{cfg.base_unanswerable:g}" + ("-short" if cfg.short_rationales else "") + "-v1"
     folder = trained_cache_dir() / "zoo" / key
     spent = 0.0
     with file_lock(folder.with_suffix(".lock"), f"the temporal-abstention base policy {key}"):
@@ -50,7 +58,8 @@ def base_policy(cfg, tok, progress: bool = True) -> tuple[torch.nn.Module, float
             t0 = time.time()
             model = _fresh(cfg, tok)
             items = make_temporal_qa(cfg.base_items, unanswerable_frac=cfg.base_unanswerable, seed=BASE_SEED)
-            texts = [it.prompt + it.rationale for it in items]
+            texts = [it.prompt + (short_rationale(it.rationale) if cfg.short_rationales else it.rationale)
+                     for it in items]  # fmt: skip
             tc = TrainConfig(steps=cfg.base_steps, batch_size=32, lr=3e-3, warmup=50, seq_len=192, seed=BASE_SEED)
             _train_exact(model, tok, texts, tc, progress)
             folder.mkdir(parents=True, exist_ok=True)

@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import tempfile
 import time
+from pathlib import Path
 
 from iclr26.core.locks import file_lock
 from iclr26.core.paths import trained_cache_dir
@@ -34,8 +35,9 @@ from iclr26.rlft.abstention import (
     grpo_dataset,
     sft_config,
     sft_dataset,
+    uses_chat,
 )
-from iclr26.rlft.abstention.world import make_temporal_qa
+from iclr26.rlft.abstention.world import make_temporal_qa, short_rationale  # noqa: F401 (re-exported)
 
 REAL_MODEL = "smollm2-135m"
 NATURAL = 0.25  # unanswerable share of the validation, held-out and RL questions (as the micro reproduction)
@@ -50,21 +52,13 @@ N_VAL = 16
 GRPO_LR = 1e-4  # LoRA GRPO learning rate (ours; paper 1e-5 full fine-tuning; LoRA usually needs ~10x)
 GRPO_BATCH = 8  # completions per step: 2 prompts x G = 4
 N_EVAL = 32  # held-out questions per seed, scored greedily before SFT, after SFT and after GRPO
-LORA_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+LORA_TARGETS = "all-linear"  # every linear layer of the blocks (q/k/v/o/gate/up/down on llama): any architecture
 
 
 def lora_config():
     from peft import LoraConfig
 
-    return LoraConfig(r=16, lora_alpha=32, lora_dropout=0.0, target_modules=list(LORA_TARGETS), task_type="CAUSAL_LM")
-
-
-def short_rationale(rationale: str) -> str:
-    """The world's rationale without the checks of tenures that do not hold the target ("Acme 1994 - 1996 no"):
-    the same layout, the arithmetic, the matching tenure (if any) and the conclusion are kept."""
-    think, tail = rationale.removeprefix("<think>\n").split("\n</think>", 1)
-    kept = [p for p in think.split(" . ") if not p.endswith(" no")]
-    return "<think>\n" + " . ".join(kept) + "\n</think>" + tail
+    return LoraConfig(r=16, lora_alpha=32, lora_dropout=0.0, target_modules="all-linear", task_type="CAUSAL_LM")
 
 
 def sft_examples(items) -> list[dict]:
@@ -78,8 +72,9 @@ def target_lengths(tok, items) -> list[int]:
 
 
 def score(model, tok, items, max_new_tokens: int = MAX_COMPLETION) -> tuple[dict[str, float], list[str]]:
-    """Greedy completions of the chat prompts of ``items``: format rate, EM, TP, over-abstention and mean reward."""
-    prompts = grpo_dataset(items, conversational=True)["prompt"]
+    """Greedy completions of the prompts of ``items`` (chat prompts when the tokenizer has a chat template): format
+    rate, EM, TP, over-abstention and mean reward."""
+    prompts = grpo_dataset(items, conversational=uses_chat(tok))["prompt"]
     outs = generate(model, tok, prompts, max_new_tokens=max_new_tokens, batch_size=16)
     golds = [it.answer for it in items]
     m = abstention_metrics(outs, golds, [it.kind for it in items])
@@ -115,33 +110,41 @@ def lora_sft(model, tok, items, val, seed: int, log=print):
     with tempfile.TemporaryDirectory() as tmp:
         args = sft_config(tmp, learning_rate=SFT_LR, max_steps=SFT_MAX_STEPS, per_device_train_batch_size=SFT_BATCH,
                           max_length=320, use_cpu=True, seed=seed, disable_tqdm=True, logging_steps=1000,
-                          warmup_steps=2, lr_scheduler_type="constant_with_warmup")  # fmt: skip
-        trainer = cot_sft_trainer(model, tok, sft_dataset(sft_examples(items), conversational=True), args,
+                          warmup_steps=2, lr_scheduler_type="constant_with_warmup", bf16=False)  # fmt: skip
+        trainer = cot_sft_trainer(model, tok, sft_dataset(sft_examples(items), conversational=uses_chat(tok)), args,
                                   peft_config=lora_config(), callbacks=[StopWhenFormatted()])  # fmt: skip
         _quiet(trainer)
         trainer.train()
     return trainer.model.eval(), record
 
 
-def sft_policy(log=print):
-    """SmolLM2 + the cached LoRA CoT-SFT adapter (trained on first use, under a lock), its tokenizer, its record."""
+def sft_policy(log=print, name: str = REAL_MODEL):
+    """The model ``name`` (a zoo name or a local HF folder) + its cached LoRA CoT-SFT adapter (trained on first use,
+    under a lock), its tokenizer, its record."""
+    import hashlib
+
     from peft import PeftModel
 
     from iclr26.lm import zoo
 
-    key = f"abstention-smollm2-sft-lr{SFT_LR:g}-b{SFT_BATCH}-max{SFT_MAX_STEPS}-stop{STOP_FORMAT:g}-v1"
+    tag = (
+        "smollm2"
+        if name == REAL_MODEL
+        else hashlib.sha1(str(Path(name).expanduser().resolve()).encode()).hexdigest()[:10]
+    )
+    key = f"abstention-{tag}-sft-lr{SFT_LR:g}-b{SFT_BATCH}-max{SFT_MAX_STEPS}-stop{STOP_FORMAT:g}-v2"
     folder = trained_cache_dir() / "zoo" / key
-    with file_lock(folder.with_suffix(".lock"), f"the SmolLM2 LoRA CoT-SFT adapter {key}"):
+    with file_lock(folder.with_suffix(".lock"), f"the LoRA CoT-SFT adapter {key} of {name}"):
         if not (folder / "done.json").exists():
             t0 = time.time()
-            model, tok = zoo.load(REAL_MODEL)
+            model, tok = zoo.load(name)
             items = make_temporal_qa(SFT_MAX_STEPS * SFT_BATCH, unanswerable_frac=0.1, seed=SFT_SEED)
             val = make_temporal_qa(N_VAL, unanswerable_frac=NATURAL, seed=SFT_SEED + 1)
             model, record = lora_sft(model, tok, items, val, SFT_SEED, log)
             model.save_pretrained(folder)
             record["seconds"] = time.time() - t0
             (folder / "done.json").write_text(json.dumps(record))
-    base, tok = zoo.load(REAL_MODEL)
+    base, tok = zoo.load(name)
     model = PeftModel.from_pretrained(base, folder, is_trainable=True)
     return model.eval(), tok, json.loads((folder / "done.json").read_text())
 
@@ -151,8 +154,8 @@ def lora_grpo(model, tok, items, steps: int, seed: int, lr: float = GRPO_LR):
     with tempfile.TemporaryDirectory() as tmp:
         args = grpo_config(tmp, learning_rate=lr, max_steps=steps, per_device_train_batch_size=GRPO_BATCH,
                            num_generations=4, max_completion_length=MAX_COMPLETION, use_cpu=True, seed=seed,
-                           logging_steps=1, disable_tqdm=True)  # fmt: skip
-        trainer = abstention_grpo_trainer(model, tok, grpo_dataset(items, conversational=True), args)
+                           logging_steps=1, disable_tqdm=True, bf16=False)  # fmt: skip
+        trainer = abstention_grpo_trainer(model, tok, grpo_dataset(items, conversational=uses_chat(tok)), args)
         _quiet(trainer)
         trainer.train()
     return trainer.model.eval(), [h for h in trainer.state.log_history if "reward" in h]
@@ -164,14 +167,15 @@ def _thirds(xs: list[float]) -> tuple[float, float]:
 
 
 def real_model_check(steps: int, seed: int, ctx) -> dict[str, float]:
-    """The SmolLM2 check on one seed; metrics are named ``real_*`` (see the card's METRICS)."""
+    """The real-model check on one seed (SmolLM2, or the model of ``--model``); metrics ``real_*`` (card METRICS)."""
     from iclr26.core.threads import torch_threads
 
     t0, s = time.time(), 1000 * seed
     held = make_temporal_qa(N_EVAL, unanswerable_frac=NATURAL, seed=s + 6)
     rl_items = make_temporal_qa(GRPO_BATCH // 4 * steps, unanswerable_frac=NATURAL, seed=s + 8)
     with torch_threads():
-        model, tok, record = sft_policy(ctx.log)
+        model_name = getattr(ctx, "model", None) or REAL_MODEL
+        model, tok, record = sft_policy(ctx.log, model_name)
         out = {"real_sft_steps": float(record["steps"]), "real_sft_val_format": record["val_format"],
                "real_sft_seconds": record["seconds"]}  # fmt: skip
         lens = target_lengths(tok, make_temporal_qa(200, unanswerable_frac=NATURAL, seed=s + 7))
@@ -179,11 +183,13 @@ def real_model_check(steps: int, seed: int, ctx) -> dict[str, float]:
         with model.disable_adapter():  # control: the instruct model itself, before SFT
             before, _ = score(model, tok, held)
         after_sft, samples = score(model, tok, held)
-        ctx.log(f"seed {seed}: SmolLM2 after LoRA SFT: {after_sft}; sample: {samples[0]!r}")
+        ctx.log(f"seed {seed}: {model_name} after LoRA SFT: {after_sft}; sample: {samples[0]!r}")
         t1 = time.time()
         model, log = lora_grpo(model, tok, rl_items, steps, seed)
         out["real_grpo_seconds"] = time.time() - t1
-        after_rl, samples = score(model, tok, held)
+        after_rl, samples_rl = score(model, tok, held)
+    out["real_changed"] = sum(a != b for a, b in zip(samples, samples_rl, strict=True)) / len(samples)
+    samples = samples_rl
     for name, m in (("base", before), ("sft", after_sft), ("grpo", after_rl)):
         out.update({f"real_{name}_{k}": v for k, v in m.items()})
     rewards = [h["reward"] for h in log]

@@ -1,7 +1,7 @@
 """Each seed's CoT-SFT policy and each of its GRPO arms as a cached unit (`core.units`).
 
-The GRPO arms are nearly all of a seed's time (three arms of 200-300 steps, about 100 s each at quick scale). A unit
-depends only on its seed, the config fields of its stage, the tuned learning rates, the base policy and the code, so
+The GRPO arms are most of a seed's time (three arms of a fixed number of steps). A unit depends only on its seed,
+the config fields of its stage, the (pre-declared) learning rates, the base policy and the code, so
 it is built once and saved to ``trained_cache_dir()/abstention``: an interrupted run resumes arm by arm, and a worker
 that has finished its own seed trains the SFT policy and the arms of a seed still waiting for a worker (`prepare`),
 so that the last seed does not run alone. Every stage starts from its own seed (TRL's trainers call ``set_seed``), so a
@@ -18,38 +18,44 @@ import torch
 
 from iclr26.core.units import cached_unit, code_digest, unit_path
 from iclr26.rlft.abstention import AbstentionReward, em_only_reward
-from iclr26.rlft.abstention.world import make_temporal_qa
+from iclr26.rlft.abstention.world import make_temporal_qa, short_rationale
 
 from . import Cfg
+from .policy import start_policy
 from .stages import NATURAL, clone, cot_sft, grpo
 
 ARMS = ("grpo", "emonly", "u80")  # abstention reward at 25 %, EM-only reward (control), abstention reward at 80 %
 _SFT_FIELDS = ("d_model", "n_layers", "base_steps", "base_items", "base_unanswerable", "n_sft", "sft_unanswerable",
-               "sft_max_epochs", "n_val", "max_new_tokens")  # fmt: skip
-_ARM_FIELDS = (*_SFT_FIELDS, "n_rl", "rl_unanswerable", "collapse_unanswerable", "grpo_steps", "grpo_eval_every",
-               "grpo_patience", "grpo_min_steps", "grpo_batch", "num_generations", "beta")  # fmt: skip
+               "sft_max_epochs", "sft_full_loss", "short_rationales", "n_val", "max_new_tokens")  # fmt: skip
+_ARM_FIELDS = (*_SFT_FIELDS, "n_rl", "rl_unanswerable", "collapse_unanswerable", "grpo_steps", "grpo_batch",
+               "num_generations", "beta")  # fmt: skip
+
+
+def sft_items(cfg: Cfg, items) -> list:
+    """The SFT targets: the world's rationales, cut to the matching tenure when ``cfg.short_rationales``."""
+    if not cfg.short_rationales:
+        return list(items)
+    return [{"prompt": it.prompt, "rationale": short_rationale(it.rationale)} for it in items]
 
 
 @functools.lru_cache(maxsize=4)
 def seed_data(cfg: Cfg, seed: int) -> dict:
-    """The seed's training and held-out sets (world seeds 1000 * seed + 1..7; the test set is drawn by the run)."""
+    """The seed's training and validation sets (world seeds 1000 * seed + 2..5; the test set is drawn by the run).
+    Every arm and the SFT stage are judged on the same natural-ratio validation / test questions (VERSION 6)."""
     s = 1000 * seed
     return {
         "val": make_temporal_qa(cfg.n_val, unanswerable_frac=NATURAL, seed=s + 2),
-        "sft": make_temporal_qa(cfg.n_sft, unanswerable_frac=cfg.sft_unanswerable, seed=s + 3),
+        "sft": sft_items(cfg, make_temporal_qa(cfg.n_sft, unanswerable_frac=cfg.sft_unanswerable, seed=s + 3)),
         "rl": make_temporal_qa(cfg.n_rl, unanswerable_frac=cfg.rl_unanswerable, seed=s + 4),
         "u80": make_temporal_qa(cfg.n_rl, unanswerable_frac=cfg.collapse_unanswerable, seed=s + 5),
-        # held-out prompts for each arm's stopping rule, drawn like its training prompts (VERSION 5)
-        "rl_val": make_temporal_qa(cfg.n_val, unanswerable_frac=cfg.rl_unanswerable, seed=s + 6),
-        "u80_val": make_temporal_qa(cfg.n_val, unanswerable_frac=cfg.collapse_unanswerable, seed=s + 7),
     }
 
 
 def arm_setup(cfg: Cfg, seed: int, arm: str):
-    """(training prompts, reward, held-out prompts) of an arm."""
+    """(training prompts, reward) of an arm."""
     d = seed_data(cfg, seed)
-    return {"grpo": (d["rl"], AbstentionReward(), d["rl_val"]), "emonly": (d["rl"], em_only_reward(), d["rl_val"]),
-            "u80": (d["u80"], AbstentionReward(), d["u80_val"])}[arm]  # fmt: skip
+    return {"grpo": (d["rl"], AbstentionReward()), "emonly": (d["rl"], em_only_reward()),
+            "u80": (d["u80"], AbstentionReward())}[arm]  # fmt: skip
 
 
 @functools.lru_cache(maxsize=1)
@@ -87,22 +93,23 @@ def sft_unit(cfg: Cfg, seed: int, base, tok, lrs: dict, wait: bool = True, log=N
 
     def build():
         t0, d = time.time(), seed_data(cfg, seed)
-        model, epochs = cot_sft(base, tok, d["sft"], d["val"], cfg, seed, None, lr=lrs["sft_lr"])
-        return {"state": model.state_dict(), "epochs": epochs, "seconds": time.time() - t0}
+        start = start_policy(cfg, tok, base, seed)
+        model, epochs, curve = cot_sft(start, tok, d["sft"], d["val"], cfg, seed, None, lr=lrs["sft_lr"])
+        return {"state": model.state_dict(), "epochs": epochs, "val_em_curve": curve, "seconds": time.time() - t0}
 
     return cached_unit(sft_path(cfg, seed, lrs), build, f"the CoT-SFT policy of seed {seed}", wait=wait, log=log)
 
 
 def arm_unit(cfg: Cfg, seed: int, arm: str, base, tok, lrs: dict, wait: bool = True, log=None) -> dict | None:
-    """One GRPO arm from the seed's SFT policy, trained until its held-out reward stops improving: {"state",
-    "reward_first", "reward_last", "steps", "best_step", "val_reward", "val_reward_start", "seconds"}."""
+    """One GRPO arm from the seed's SFT policy, a fixed number of steps, final weights: {"state", "reward_first",
+    "reward_last", "steps", "seconds"}."""
 
     def build():
         sft = policy(base, sft_unit(cfg, seed, base, tok, lrs, log=log)["state"])
-        items, reward, val = arm_setup(cfg, seed, arm)
+        items, reward = arm_setup(cfg, seed, arm)
         t0 = time.time()
         torch.manual_seed(seed)
-        model, first, last, info = grpo(sft, tok, items, reward, cfg, seed, None, lr=lrs["grpo_lr"], val=val)
+        model, first, last, info = grpo(sft, tok, items, reward, cfg, seed, None, lr=lrs["grpo_lr"])
         return {"state": model.state_dict(), "reward_first": first, "reward_last": last, **info,
                 "seconds": time.time() - t0}  # fmt: skip
 

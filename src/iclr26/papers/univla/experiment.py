@@ -17,15 +17,18 @@ from iclr26.embodied.univla import (
     UnifiedVLA,
     UnifiedVocab,
     UniVLAPolicy,
+    corrupted,
     evaluate,
+    evaluate_loss,
     make_sampler,
     policy_items,
     rollout_batch,
     train,
+    video_items,
 )
 from iclr26.embodied.univla.world import WORDS, ToyTableEnv, expert_episode
 
-from . import POST_TASK, Cfg
+from . import CORRUPT, POST_TASK, Cfg
 
 TEXT_LEN = 17  # three subtasks of five words joined by two "then"
 
@@ -52,12 +55,14 @@ class _Setup:
         post = _episodes(range(b + 100_000, b + 100_000 + half), 1, "other")
         post += _episodes(range(b + 200_000, b + 200_000 + cfg.n_post - half), 3, "other")
         self.eval_seeds = {n: range(b + 300_000 * n, b + 300_000 * n + cfg.n_eval) for n in (1, 3)}
+        held = _episodes(range(b + 400_000, b + 400_000 + cfg.n_heldout), 3, "other")  # held-out videos
         frames = np.concatenate([e["frames"] for e in post + self.train_eps[1] + self.train_eps[3]])
         self.vq = PatchVQ(patch=4, codebook=cfg.codebook, seed=seed).fit(frames)
         self.fast = FastActionTokenizer(FastConfig(chunk=cfg.chunk))
         self.vocab = UnifiedVocab(WORDS, len(self.vq.centres), self.fast.n_tokens)
         tok = lambda eps: EpisodeTokens(eps, self.vq, self.fast, self.vocab, TEXT_LEN)  # noqa: E731
         self.post = tok(post)
+        self.heldout = video_items(tok(held), "world_model", cfg.n_frames, cfg.stride)  # true instructions
         self.val = policy_items(tok(self.val_eps), _noop("target"))
         self.train_tok = {k: tok(self.train_eps[1][:k] + self.train_eps[3][:k]) for k in {cfg.n_few, cfg.n_many}}
         self.mcfg = ModelConfig(d_model=cfg.d_model, n_layers=cfg.n_layers, n_heads=cfg.n_heads)
@@ -78,13 +83,15 @@ def _spec(cfg: Cfg, steps: int) -> TrainSpec:
 
 
 def post_train(s: _Setup, arm: str, ctx):
-    """Stage 1 (none for "none" / "encoder"): post-training on the other robot's corpus with the arm's sequences."""
+    """Stage 1 (none for "none" / "encoder"): post-training on the other robot's corpus with the arm's sequences
+    (the controls: the same world-model sequences with junk vision codes or shuffled instructions)."""
     enc = arm == "encoder"
     model = s.model(encoder=enc)
     if POST_TASK[arm] is None:
         return model, 0.0
     t0 = time.time()
-    sampler = make_sampler(s.post, POST_TASK[arm], _noop("other"), s.cfg.n_frames, s.cfg.stride)
+    data = corrupted(s.post, CORRUPT[arm], seed=s.seed + 11) if arm in CORRUPT else s.post
+    sampler = make_sampler(data, POST_TASK[arm], _noop("other"), s.cfg.n_frames, s.cfg.stride)
     log = train(model, sampler, _spec(s.cfg, s.cfg.post_steps), seed=s.seed, desc=f"post {arm}", quiet=ctx.quiet)
     ctx.log(f"seed {s.seed}: post-training {arm}: {log['steps']} steps, loss {log['last_loss']:.3f}")
     return model, time.time() - t0
@@ -127,13 +134,18 @@ def _run(cfg: Cfg, seed: int, ctx) -> dict[str, float]:
     ctx.log(f"seed {seed}: data + tokenisers {time.time() - t0:.1f}s; {len(s.vq.centres)} vision codes")
     m["untrained_short_success"] = evaluate(s.policy(s.model()), 1, s.eval_seeds[1])["success"]  # control
     runs = [(arm, cfg.n_few, "few") for arm in cfg.arms] + [(arm, cfg.n_many, "many") for arm in cfg.many_arms]
+    runs += [(arm, 0, "post") for arm in cfg.post_only]
     posted = {}
     for arm, n_demos, regime in runs:
-        if arm not in posted or regime == "few":
+        if arm not in posted or regime != "many":
             model, secs = post_train(s, arm, ctx)
+            if POST_TASK[arm] == "world_model":  # held-out next-frame loss of the world model (true instructions)
+                m[f"{arm}_vision_loss"] = evaluate_loss(model, s.heldout)
             if regime == "few" and arm in cfg.many_arms:
                 posted[arm] = {k: v.clone() for k, v in model.state_dict().items()}
             m[f"{arm}_post_seconds"] = secs
+            if regime == "post":
+                continue
         else:
             model = s.model(encoder=arm == "encoder")
             model.load_state_dict(posted[arm])
@@ -148,12 +160,11 @@ def _run(cfg: Cfg, seed: int, ctx) -> dict[str, float]:
     for arm in cfg.arms:
         if arm != "world_model":
             m[f"wm_minus_{arm}_few"] = m["world_model_few_avg_progress"] - m[f"{arm}_few_avg_progress"]
-    if "none" in cfg.arms:
-        m["gain_short_few"] = m["world_model_few_short_success"] - m["none_few_short_success"]
-        m["gain_long_few"] = m["world_model_few_long_progress"] - m["none_few_long_progress"]
-        m["gain_avg_few"] = m["world_model_few_avg_progress"] - m["none_few_avg_progress"]
-        if {"none", "world_model"} <= set(cfg.many_arms):
-            m["gain_avg_many"] = m["world_model_many_avg_progress"] - m["none_many_avg_progress"]
+    m["gain_short_few"] = m["world_model_few_short_success"] - m["none_few_short_success"]
+    m["gain_long_few"] = m["world_model_few_long_progress"] - m["none_few_long_progress"]
+    m["gain_avg_few"] = m["world_model_few_avg_progress"] - m["none_few_avg_progress"]
+    if {"none", "world_model"} <= set(cfg.many_arms):
+        m["gain_avg_many"] = m["world_model_many_avg_progress"] - m["none_many_avg_progress"]
     m["seconds"] = time.time() - t0
     return m
 

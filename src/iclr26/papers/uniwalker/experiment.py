@@ -12,9 +12,11 @@ import torch.nn.functional as F
 from tqdm.auto import tqdm
 
 from iclr26.core.threads import run_threads
+from iclr26.core.tuning import tune_on_grid
 from iclr26.embodied.uniwalker import (
     TARGETS,
     HydraLoRA,
+    IndependentLoRA,
     NavPolicy,
     OLoRA,
     PeftLoRA,
@@ -30,7 +32,7 @@ from iclr26.embodied.uniwalker import (
 )
 from iclr26.embodied.uniwalker.lifelong import fisher_batches, task_features, val_nll
 from iclr26.embodied.uniwalker.methods import Learner
-from iclr26.embodied.uniwalker.world import N_THOUGHT, STYLES, WORDS, LifelongNavEnv, demos, make_scene
+from iclr26.embodied.uniwalker.world import N_THOUGHT, PALETTE, STYLES, WORDS, LifelongNavEnv, demos, make_scene
 
 from . import ABLATIONS, Cfg
 
@@ -74,7 +76,8 @@ def _pretrain(tasks: list[dict], cfg: Cfg, rng) -> NavPolicy:
     return model
 
 
-def _learner(arm: str, cfg: Cfg, rng) -> Learner:
+def _learner(arm: str, cfg: Cfg, rng, lam: float | None = None) -> Learner:
+    """The learner of an arm; ``lam``: its tuned regulariser weight (Uni-Walker's lambda_ssc, O-LoRA's lambda)."""
     kw = {"r": cfg.r, "alpha": 2.0 * cfg.r}
     if arm == "seqft":
         return PeftLoRA(name=arm, **kw)
@@ -84,17 +87,35 @@ def _learner(arm: str, cfg: Cfg, rng) -> Learner:
     if arm == "hydra":
         return HydraLoRA(n_heads=cfg.hydra_heads, **kw)
     if arm == "olora":
-        return OLoRA(**kw)
+        return OLoRA(**kw, lambda_orth=cfg.lambda_orth if lam is None else lam)
     if arm == "sdlora":
         return SDLoRA(**kw)
-    off = {"kis": False} if arm == "uw_no_kis" else {}
-    off = {f: False for f in ABLATIONS if arm == f"uw_no_{f}"} | off
-    return UniWalker(UniWalkerConfig(r=cfg.r, alpha=2.0 * cfg.r, snapshot_a=arm == "uw_code", **off), name=arm)
+    if arm == "indep":
+        return IndependentLoRA(**kw)
+    off = {f: False for f in ABLATIONS if arm == f"uw_no_{f}"}
+    ssc = cfg.lambda_ssc if lam is None else lam
+    ucfg = UniWalkerConfig(r=cfg.r, alpha=2.0 * cfg.r, snapshot_a=arm == "uw_code", lambda_ssc=ssc, **off)
+    return UniWalker(ucfg, name=arm)
 
 
-def _eval(model, learner, task: dict, keep_paths=False) -> dict:
+def _eval(model, learner, task: dict, keep_paths=False, oracle: int | None = None) -> dict:
+    """Test episodes of a task, routed by the learner (or by the true task id ``oracle``: the ceiling)."""
     envs = [LifelongNavEnv(task["scene"], task["style"]) for _ in task["test"]]
-    return rollout(model, learner, envs, task["test"], keep_paths=keep_paths)
+    learner.oracle_task = oracle
+    try:
+        return rollout(model, learner, envs, task["test"], keep_paths=keep_paths)
+    finally:
+        learner.oracle_task = None
+
+
+def _val_score(model, learner, life) -> float:
+    """The tuning criterion after the last task: minus the mean validation action NLL over the lifelong tasks, each
+    task with its own training context active (validation data are training-time data: no test episode is used)."""
+    out = []
+    for j, task in enumerate(life):
+        learner.activate(j)
+        out.append(val_nll(model, task["val"], learner.uses_thought))
+    return -float(np.mean(out))
 
 
 def _joint(base, life, cfg: Cfg, seed: int, tcfg: TrainConfig, ctx):
@@ -120,42 +141,71 @@ def _joint(base, life, cfg: Cfg, seed: int, tcfg: TrainConfig, ctx):
         return best, fits[best][1], fits[best][2], fits[best][3]
 
 
-def _lifelong(base, arm, life, unseen, cfg: Cfg, seed: int, tcfg: TrainConfig, ctx) -> tuple[dict, object, object]:
+def _train_lifelong(base, arm, life, cfg: Cfg, seed: int, tcfg: TrainConfig, lam=None):
+    """One learner through the task sequence; returns (model, learner, steps, results right after each task)."""
     rng = np.random.default_rng(seed * 7919 + sum(map(ord, arm)))
     torch.manual_seed(seed * 7919 + len(arm))
+    model, learner = copy.deepcopy(base), _learner(arm, cfg, rng, lam)
+    learner.setup(model, TARGETS)
     first, steps = {}, []
-    if arm == "joint":
-        lr, n, model, learner = _joint(base, life, cfg, seed, tcfg, ctx)
-        steps.append(n)
-    else:
-        model = copy.deepcopy(base)
-        learner = _learner(arm, cfg, rng)
-        learner.setup(model, TARGETS)
-    for t, task in enumerate([] if arm == "joint" else life):
+    for t, task in enumerate(life):
         ins, ob = task_features(model, task["train"])
         learner.begin_task(t, task["style"], np.concatenate([ins.mean(0), ob.mean(0)]))
         steps.append(train_task(model, learner, task["train"], task["val"], tcfg, rng))
         learner.end_task(t, fisher_batches(model, learner, task["train"], tcfg, rng), ins, ob)
-        first[t] = _eval(model, learner, task)
-    last = {j: _eval(model, learner, task) for j, task in enumerate(life)}
-    new = {j: _eval(model, learner, task) for j, task in enumerate(unseen)}
-    m = {f"{arm}_steps": float(np.mean(steps))} | ({"joint_lr": lr} if arm == "joint" else {})
+        first[t] = _eval(model, learner, task, oracle=t if arm == "indep" else None)
+    return model, learner, steps, first
+
+
+def _tuned(base, arm, grid, life, cfg: Cfg, seed: int, tcfg: TrainConfig, ctx):
+    """The arm's regulariser weight by the house rule (`core.tuning.tune_on_grid`, the grid extended past a chosen
+    edge) on the validation criterion `_val_score`; returns (weight, the chosen run)."""
+
+    def evaluate(lam):
+        run = _train_lifelong(base, arm, life, cfg, seed, tcfg, lam)
+        return _val_score(run[0], run[1], life), run
+
+    res = tune_on_grid(evaluate, grid, max_extensions=cfg.tune_extensions)
+    ctx.log(f"seed {seed} {arm}: weight {[f'{g:g}:{res.scores[g]:.4f}' for g in res.grid]} -> {res.best:g}"
+            + (" (at an edge)" if res.at_edge else ""))  # fmt: skip
+    return res.best, res.payload, len(res.grid)
+
+
+def _lifelong(base, arm, life, unseen, cfg: Cfg, seed: int, tcfg: TrainConfig, ctx, lam=None):
+    m = {}
+    if arm == "joint":
+        lr, n, model, learner = _joint(base, life, cfg, seed, tcfg, ctx)
+        steps, first = [n], {}
+        m["joint_lr"] = lr
+    elif arm in cfg.tune and lam is None:
+        lam, (model, learner, steps, first), n_fits = _tuned(base, arm, cfg.tune[arm], life, cfg, seed, tcfg, ctx)
+        m[f"{arm}_weight"], m[f"{arm}_tuning_fits"] = lam, float(n_fits)
+    else:
+        model, learner, steps, first = _train_lifelong(base, arm, life, cfg, seed, tcfg, lam)
+    oracle = arm == "indep"
+    last = {j: _eval(model, learner, task, oracle=j if oracle else None) for j, task in enumerate(life)}
+    m[f"{arm}_steps"] = float(np.mean(steps))
     for k in ("sr", "spl", "osr"):
         m[f"{arm}_avg_{k}"] = float(np.mean([last[j][k].mean() for j in last]))
-        m[f"{arm}_unseen_{k}"] = float(np.mean([new[j][k].mean() for j in new]))
         for s in STYLES:
             m[f"{arm}_{k}_{s}"] = float(np.mean([last[j][k].mean() for j in last if life[j]["style"] == s]))
         if arm != "joint":
             m[f"{arm}_{k}_f"] = forgetting({j: r[k].mean() for j, r in first.items()},
                                            {j: r[k].mean() for j, r in last.items()})  # fmt: skip
-    if isinstance(learner, UniWalker) or arm in ("olora", "sdlora"):
+    if not oracle:  # unseen scenes have no task id
+        new = {j: _eval(model, learner, task) for j, task in enumerate(unseen)}
+        for k in ("sr", "spl", "osr"):
+            m[f"{arm}_unseen_{k}"] = float(np.mean([new[j][k].mean() for j in new]))
+    if isinstance(learner, UniWalker):
         m[f"{arm}_taka_acc"] = float(np.mean([np.mean(np.array(r["ctx"]) == j) for j, r in last.items()]))
         unseen_style = [np.mean([life[c]["style"] == task["style"] for c in new[j]["ctx"]]) for j, task in
                         enumerate(unseen)]  # fmt: skip
         m[f"{arm}_unseen_style_acc"] = float(np.mean(unseen_style))
-    ctx.log(f"seed {seed} {arm}: SR {m[f'{arm}_avg_sr']:.3f} SPL {m[f'{arm}_avg_spl']:.3f} "
-            f"SR-F {m.get(f'{arm}_sr_f', float('nan')):.3f} unseen SR {m[f'{arm}_unseen_sr']:.3f}")  # fmt: skip
-    return m, model, learner
+    ctx.log(
+        f"seed {seed} {arm}: SR {m[f'{arm}_avg_sr']:.3f} SPL {m[f'{arm}_avg_spl']:.3f} "
+        f"SR-F {m.get(f'{arm}_sr_f', float('nan')):.3f} unseen SR {m.get(f'{arm}_unseen_sr', float('nan')):.3f}"
+    )
+    return m, model, learner, lam
 
 
 def run(cfg: Cfg, seed: int, ctx) -> dict[str, float]:
@@ -168,33 +218,42 @@ def _run(cfg: Cfg, seed: int, ctx) -> dict[str, float]:
     torch.manual_seed(seed)
     rng = np.random.default_rng(seed)
     base_s = 1_000 * (seed + 1)
-    pre = [_task(make_scene(base_s + i), s, base_s * 100 + 10 * i + k, cfg)
+    pal = PALETTE if cfg.shared_palette else None
+    pre = [_task(make_scene(base_s + i, pal), s, base_s * 100 + 10 * i + k, cfg)
            for i in range(cfg.n_pretrain_scenes) for k, s in enumerate(STYLES)]  # fmt: skip
-    life = [_task(make_scene(base_s + 100 + i), STYLES[i % 3], base_s * 100 + 5000 + 10 * i, cfg)
+    life = [_task(make_scene(base_s + 100 + i, pal), STYLES[i % 3], base_s * 100 + 5000 + 10 * i, cfg)
             for i in range(cfg.n_tasks)]  # fmt: skip
-    unseen = [_task(make_scene(base_s + 200 + i), s, base_s * 100 + 9000 + 10 * i, cfg) for i, s in enumerate(STYLES)]
+    unseen = [_task(make_scene(base_s + 200 + i, pal), s, base_s * 100 + 9000 + 10 * i, cfg)
+              for i, s in enumerate(STYLES)]  # fmt: skip
     base = _pretrain(pre, cfg, rng)
-    tcfg = TrainConfig(lr=cfg.lr, max_steps=cfg.max_steps, eval_every=25)
+    tcfg = TrainConfig(lr=cfg.lr, max_steps=cfg.max_steps, eval_every=25, early_stop=cfg.early_stop)
 
     # the testbed: the scripted expert solves every task, the frozen base W0 (control) does not
     m["expert_sr"] = float(np.mean([_expert_sr(t) for t in life + unseen]))
     m["base_avg_sr"] = float(np.mean([_eval(base, Learner(), t)["sr"].mean() for t in life]))
     m["base_unseen_sr"] = float(np.mean([_eval(base, Learner(), t)["sr"].mean() for t in unseen]))
-    keep = {}
+    keep, lam_uw = {}, None
     for arm in tqdm(cfg.arms, desc=f"uniwalker seed {seed}", disable=ctx.quiet):
-        res, model, learner = _lifelong(base, arm, life, unseen, cfg, seed, tcfg, ctx)
+        # the ablations of Uni-Walker keep its tuned lambda_ssc (tuned once, on the full method)
+        lam = lam_uw if arm.startswith("uw_") and arm != "uw_no_ssc" and lam_uw is not None else None
+        res, model, learner, chosen = _lifelong(base, arm, life, unseen, cfg, seed, tcfg, ctx, lam)
         m.update(res)
+        if arm == "uw":
+            lam_uw = chosen
         if arm in ("uw", "seqft"):
             keep[arm] = (model, learner)
-    if "uw" in keep:  # control: Uni-Walker with a random seen task instead of TAKA
+    if "uw" in keep:  # Uni-Walker with the true task id (ceiling of retrieval) and with a random seen task (control)
         model, learner = keep["uw"]
+        m["uw_oracle_avg_sr"] = float(np.mean([_eval(model, learner, t, oracle=j)["sr"].mean()
+                                               for j, t in enumerate(life)]))  # fmt: skip
         learner.rng = np.random.default_rng(seed + 17)
         m["uw_random_avg_sr"] = float(np.mean([_eval(model, learner, t)["sr"].mean() for t in life]))
         learner.rng = None
-    m.update(_derived(m))
+    m.update(_derived(m, cfg))
     if seed == cfg.seeds[0] and keep:
         ctx.save_artifact("rollouts", _paths(keep, life, unseen))
-    ctx.log(f"seed {seed}: {time.time() - t0:.1f}s")
+    m["seconds"] = time.time() - t0
+    ctx.log(f"seed {seed}: {m['seconds']:.1f}s")
     return m
 
 
@@ -208,8 +267,11 @@ def _expert_sr(task) -> float:
     return float(np.mean(ok))
 
 
-def _derived(m: dict) -> dict:
+def _derived(m: dict, cfg: Cfg) -> dict:
     out = {}
+    steps = [m[f"{a}_steps"] for a in cfg.arms if a != "joint" and f"{a}_steps" in m]
+    if steps:  # budget parity: mean training steps per task of every lifelong arm
+        out["steps_spread"] = max(steps) / min(steps) - 1
     if "uw_avg_sr" not in m:
         return out
     base = [a for a in ("seqft", "olora", "sdlora", "hydra") if f"{a}_avg_sr" in m]

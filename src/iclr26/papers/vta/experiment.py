@@ -17,7 +17,9 @@ from iclr26.rlft.vta.forecaster import val_mse
 
 from . import Cfg
 from .data import REGIMES, build
-from .reasoner import err, reason, train_reasoners
+from .reasoner import REWARD, err, reason, sampled_reward, train_reasoners
+
+FORMAT_MAX = 2.0  # think 0.5 + answer 1.0 + xml 4 x 0.125: what a well-formatted answer earns beside correctness
 
 
 def tensors(split, path=None, ok=None):
@@ -61,6 +63,24 @@ def run(cfg: Cfg, seed: int, ctx) -> dict[str, float]:
     import datasets
 
     datasets.disable_progress_bars()
+    if getattr(ctx, "model", None) and not cfg.real_steps:
+        raise ValueError(
+            "vta: --model runs the real-LM half (LoRA SFT + Time-GRPO on your LM), which is opt-in: add "
+            "`--set real_steps=4` (and `--set micro=false` to skip the micro reproduction)"
+        )
+    out = micro(cfg, seed, ctx) if cfg.micro else {}
+    if cfg.real_steps:
+        from iclr26.core.threads import torch_threads
+
+        from .real import real_model_check
+
+        with torch_threads():
+            out.update(real_model_check(cfg, seed, ctx))
+    return out
+
+
+def micro(cfg: Cfg, seed: int, ctx) -> dict[str, float]:
+    """The micro reproduction on one seed: reasoners, forecasters, controls."""
     t_start = time.time()
     torch.manual_seed(seed)
     data = build(cfg, seed)
@@ -79,9 +99,17 @@ def run(cfg: Cfg, seed: int, ctx) -> dict[str, float]:
     for name, key in (("sft", "reasoner_sft"), ("grpo", "reasoner")):
         out[f"{key}_mse"], out[f"{key}_mae"] = err(outs[name]["test"][1], test.y)
     out["reasoner_parse_rate"] = float(outs["grpo"]["test"][2].mean())
+    # what Time-GRPO optimises, scored on test windows: the sampled (T = 1) reward; and how far GRPO moved the reasoner
+    for m, key in ((sft, "reasoner_sft"), (grpo, "reasoner")):
+        out[f"{key}_reward"], out[f"{key}_correct_reward"] = sampled_reward(m, tok, test, cfg.reward_samples, seed)
+    out["reasoner_changed"] = float(np.mean([a != b for a, b in zip(outs["sft"]["test"][0], outs["grpo"]["test"][0])]))
+    orc = (test.oracle - test.y) ** 2
+    out["oracle_reward"] = float(np.mean(REWARD.a / (1 + REWARD.b * orc.mean(1)))) + FORMAT_MAX
     ctx.log(f"seed {seed}: naive {out['naive_mse']:.4f} oracle {out['oracle_mse']:.4f} | reasoner SFT "
-            f"{out['reasoner_sft_mse']:.4f} (ep {info['sft_epochs']}) GRPO {out['reasoner_mse']:.4f} (step "
-            f"{info['grpo_best_step']}, reward {info['grpo_reward_first']:.2f}->{info['grpo_reward_last']:.2f})"
+            f"{out['reasoner_sft_mse']:.4f} (ep {info['sft_epochs']}) GRPO {out['reasoner_mse']:.4f} (train reward "
+            f"{info['grpo_reward_first']:.2f}->{info['grpo_reward_last']:.2f}; test sampled reward SFT "
+            f"{out['reasoner_sft_reward']:.3f} GRPO {out['reasoner_reward']:.3f}; "
+            f"changed {out['reasoner_changed']:.2f})"
     )  # fmt: skip
 
     plain = {s: tensors(data[s]) for s in data}
@@ -89,7 +117,7 @@ def run(cfg: Cfg, seed: int, ctx) -> dict[str, float]:
     arms = {"dlinear": (lambda: DLinear(cfg.lookback, cfg.horizon), plain, False),
             "backbone": (lambda: RevINMLP(cfg.lookback, cfg.horizon, fc.hidden, fc.dropout), plain, False)}  # fmt: skip
     rng = np.random.default_rng(seed + 7)
-    for name, src in (("vta_sft", "sft"), ("vta", "grpo"), ("vta_shuffled", "grpo")):
+    for name, src in (("vta_sft", "sft"), ("vta", "grpo"), ("vta_shuffled", "grpo")):  # vta before its control
         cond = {}
         for s in data:
             _, path, ok = outs[src][s]
@@ -100,7 +128,12 @@ def run(cfg: Cfg, seed: int, ctx) -> dict[str, float]:
         arms[name] = (lambda: ConditionalForecaster(fc), cond, True)
     for name, (make, dt, conditional) in arms.items():
         t1 = time.time()
-        model, lr, w = tuned(make, dt, cfg, seed, conditional)
+        if name == "vta_shuffled":  # the control gets the method's own lr and w (VERSION 4; was its own tuning)
+            lr, w = out["vta_lr"], out["vta_w"]
+            model, _, _ = fit(make(), dt["train"], dt["val"], lr=lr, max_epochs=cfg.max_epochs, patience=cfg.patience,
+                              seed=seed)  # fmt: skip
+        else:
+            model, lr, w = tuned(make, dt, cfg, seed, conditional)
         pred = test_pred(model, dt["test"], w)
         out[f"{name}_mse"], out[f"{name}_mae"] = err(pred, test.y)
         out[f"{name}_lr"] = lr
@@ -116,6 +149,7 @@ def run(cfg: Cfg, seed: int, ctx) -> dict[str, float]:
     out["best_other_mse"] = min(out[f"{a}_mse"] for a in others)
     out["best_other_mae"] = min(out[f"{a}_mae"] for a in others)
     out["shuffled_gain"] = 1 - out["vta_shuffled_mse"] / out["backbone_mse"]
+    out["oracle_gain_backbone"] = 1 - out["oracle_mse"] / out["backbone_mse"]
     ctx.save_artifact(f"rationales-seed{seed}", examples(outs, test))
     out["seconds_total"] = time.time() - t_start
     return out
@@ -135,6 +169,8 @@ def plots(run_dir, per_seed, cfg: Cfg):
     """Test MSE per forecaster (mean over seeds, one dot per seed) and VTA vs backbone per regime."""
     import matplotlib.pyplot as plt
 
+    if not cfg.micro:
+        return []
     arms = ("naive", "oracle", "dlinear", "backbone", "reasoner_sft", "reasoner", "vta_sft", "vta", "vta_shuffled")
     fig, axes = plt.subplots(1, 2, figsize=(12, 3.4))
     for i, a in enumerate(arms):

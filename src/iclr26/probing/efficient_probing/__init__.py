@@ -46,8 +46,8 @@ class EPConfig:
     def __post_init__(self):
         if self.num_queries < 1 or self.d_out < 1:
             raise ValueError(f"EPConfig.num_queries and d_out must be ≥ 1, got {self.num_queries}, {self.d_out}")
-        if self.init_std <= 0:
-            raise ValueError(f"EPConfig.init_std must be > 0, got {self.init_std}")
+        if not 0 < self.init_std < math.inf:
+            raise ValueError(f"EPConfig.init_std must be finite and > 0, got {self.init_std}")
 
 
 class EfficientProbing(nn.Module):
@@ -83,8 +83,10 @@ class EfficientProbing(nn.Module):
 
 def ep_num_parameters(dim: int, num_classes: int, num_queries: int = 32, d_out: int = 1) -> int:
     """Trainable parameters of an EP probe: M·D (queries) + D·D/d_out (W_v) + (D/d_out)·C + C (classifier)."""
-    if min(dim, num_classes, num_queries, d_out) < 1:
-        raise ValueError("dim, num_classes, num_queries and d_out must all be ≥ 1")
+    if not all(isinstance(v, int) and v >= 1 for v in (dim, num_classes, num_queries, d_out)):
+        raise ValueError("dim, num_classes, num_queries and d_out must all be integers ≥ 1")
+    if dim % (num_queries * d_out):
+        raise ValueError(f"EP needs dim divisible by num_queries·d_out: {dim} % ({num_queries}·{d_out}) ≠ 0")
     return num_queries * dim + dim * (dim // d_out) + (dim // d_out) * num_classes + num_classes
 
 
@@ -190,8 +192,8 @@ class Probe(nn.Module):
             raise ValueError(f"token_set must be 'cls', 'patches' or 'all', got {token_set!r}")
         if token_set == "cls" and not has_cls:
             raise ValueError("a [CLS] probe needs tokens with [CLS] first (has_cls=True); use 'lp_gap' otherwise")
-        if num_classes < 2:
-            raise ValueError(f"num_classes must be ≥ 2, got {num_classes}")
+        if not isinstance(num_classes, int) or num_classes < 2:
+            raise ValueError(f"num_classes must be an integer ≥ 2, got {num_classes!r}")
         self.pool, self.token_set, self.has_cls = pool, token_set, has_cls
         self.bn = nn.BatchNorm1d(width, affine=False, eps=1e-6)
         self.classifier = nn.Linear(width, num_classes)
@@ -199,6 +201,10 @@ class Probe(nn.Module):
     def select(self, tokens: torch.Tensor) -> torch.Tensor:
         if tokens.dim() != 3:
             raise ValueError(f"expected tokens (batch, n_tokens, dim), got {tuple(tokens.shape)}")
+        if not bool(torch.isfinite(tokens).all()):
+            raise ValueError("tokens contain NaN or inf; clean the cached features")
+        if self.token_set == "patches" and self.has_cls and tokens.shape[1] < 2:
+            raise ValueError(f"tokens hold only [CLS] (shape {tuple(tokens.shape)}): no patch tokens to pool")
         if self.token_set == "cls":
             return tokens[:, :1]
         return tokens[:, 1:] if (self.token_set == "patches" and self.has_cls) else tokens
@@ -220,6 +226,11 @@ def make_probe(name: str, dim: int, num_classes: int, has_cls: bool = True, **kw
     """Build a probe by name: lp_cls, lp_gap, ep (kwargs → EPConfig), aim/mhca (num_heads), simpool, abmilp (depth)."""
     if dim < 1:
         raise ValueError(f"dim must be ≥ 1, got {dim}")
+    allowed = {"ep": set(EPConfig.__dataclass_fields__), "aim": {"num_heads"}, "mhca": {"num_heads"},
+               "abmilp": {"depth"}}.get(name, set())  # fmt: skip
+    unknown = sorted(set(kwargs) - allowed)
+    if name in PROBES and unknown:
+        raise ValueError(f"probe {name!r} takes no argument(s) {unknown}; it accepts {sorted(allowed) or 'none'}")
     if name == "lp_cls":
         return Probe(ClsPool(), dim, num_classes, "cls", has_cls)
     if name == "lp_gap":
@@ -260,17 +271,37 @@ class ProbeTrainConfig:
             raise ValueError(
                 f"ProbeTrainConfig.warmup_epochs must be in [0, epochs={self.epochs}), got {self.warmup_epochs}"
             )
-        if self.lr <= 0 or self.weight_decay < 0:
-            raise ValueError("ProbeTrainConfig needs lr > 0 and weight_decay ≥ 0")
+        if not (0 < self.lr < math.inf and 0 <= self.weight_decay < math.inf):
+            raise ValueError(
+                f"ProbeTrainConfig needs finite lr > 0 and weight_decay ≥ 0, got {self.lr}, {self.weight_decay}"
+            )
+
+
+def _check_labelled(probe: Probe, tokens: torch.Tensor, labels: torch.Tensor) -> None:
+    if len(tokens) != len(labels) or len(tokens) == 0:
+        raise ValueError(f"tokens ({len(tokens)}) and labels ({len(labels)}) must be non-empty and of equal length")
+    if tokens.dim() != 3:
+        raise ValueError(f"expected tokens (batch, n_tokens, dim), got {tuple(tokens.shape)}")
+    if not torch.isfinite(tokens).all():
+        n_bad = int((~torch.isfinite(tokens)).flatten(1).any(1).sum())
+        raise ValueError(f"tokens contain NaN or inf in {n_bad} of {len(tokens)} samples; clean the cached features")
+    c = probe.classifier.out_features
+    if labels.dim() != 1 or labels.dtype.is_floating_point or labels.dtype == torch.bool:
+        raise ValueError(f"labels must be a 1-D integer tensor of class ids, got {labels.dtype} {tuple(labels.shape)}")
+    if int(labels.min()) < 0 or int(labels.max()) >= c:
+        raise ValueError(
+            f"labels must lie in [0, {c}) (the probe's classes), got [{int(labels.min())}, {int(labels.max())}]"
+        )
 
 
 def train_probe(probe: Probe, tokens: torch.Tensor, labels: torch.Tensor, cfg: ProbeTrainConfig) -> list[float]:
     """Train `probe` on cached frozen tokens with cross-entropy; return the per-epoch training loss."""
-    if len(tokens) != len(labels) or len(tokens) == 0:
-        raise ValueError(f"tokens ({len(tokens)}) and labels ({len(labels)}) must be non-empty and of equal length")
-    if not torch.isfinite(tokens).all():
-        n_bad = int((~torch.isfinite(tokens)).flatten(1).any(1).sum())
-        raise ValueError(f"tokens contain NaN or inf in {n_bad} of {len(tokens)} samples; clean the cached features")
+    _check_labelled(probe, tokens, labels)
+    if len(tokens) < 2 or cfg.batch_size < 2:
+        raise ValueError(
+            f"BatchNorm in the probe head needs batches of ≥ 2 samples: got {len(tokens)} samples, batch_size "
+            f"{cfg.batch_size}"
+        )
     torch.manual_seed(cfg.seed)
     gen = torch.Generator().manual_seed(cfg.seed)
     opt = torch.optim.AdamW(probe.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
@@ -301,8 +332,9 @@ def train_probe(probe: Probe, tokens: torch.Tensor, labels: torch.Tensor, cfg: P
 @torch.no_grad()
 def probe_accuracy(probe: Probe, tokens: torch.Tensor, labels: torch.Tensor, batch_size: int = 512) -> float:
     """Top-1 accuracy in percent."""
-    if len(tokens) != len(labels) or len(tokens) == 0:
-        raise ValueError(f"tokens ({len(tokens)}) and labels ({len(labels)}) must be non-empty and of equal length")
+    _check_labelled(probe, tokens, labels)
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be ≥ 1, got {batch_size}")
     probe.eval()
     correct = sum(
         int((probe(tokens[s : s + batch_size]).argmax(-1) == labels[s : s + batch_size]).sum())

@@ -35,8 +35,11 @@ class ViTConfig:
     def __post_init__(self):
         if self.image_size % self.patch_size:
             raise ValueError(f"ViTConfig.image_size ({self.image_size}) must be divisible by patch_size")
-        if min(self.patch_size, self.in_chans, self.dim, self.depth, self.heads) < 1 or self.mlp_ratio <= 0:
-            raise ValueError("ViTConfig sizes must be ≥ 1 and mlp_ratio > 0")
+        if (
+            min(self.patch_size, self.in_chans, self.dim, self.depth, self.heads) < 1
+            or not 0 < self.mlp_ratio < math.inf
+        ):
+            raise ValueError("ViTConfig sizes must be ≥ 1 and mlp_ratio finite and > 0")
         if self.dim % self.heads or self.dim % 4:
             raise ValueError(f"ViTConfig.dim ({self.dim}) must be divisible by heads ({self.heads}) and by 4")
 
@@ -79,6 +82,8 @@ class TinyViT(nn.Module):
             raise ValueError(
                 f"expected images (B, {c.in_chans}, {c.image_size}, {c.image_size}), got {tuple(images.shape)}"
             )
+        if not bool(torch.isfinite(images).all()):
+            raise ValueError("images contain NaN or inf; clean the input pixels")
         x = self.patch_embed(images).flatten(2).transpose(1, 2) + self.pos_embed
         if keep is not None:
             x = torch.gather(x, 1, keep[..., None].expand(-1, -1, x.shape[-1]))
@@ -106,7 +111,7 @@ class MAEConfig:
         for name in ("decoder_dim", "decoder_depth", "epochs", "batch_size"):
             if getattr(self, name) < 1:
                 raise ValueError(f"MAEConfig.{name} must be ≥ 1, got {getattr(self, name)}")
-        if self.lr <= 0 or self.weight_decay < 0 or not 0 <= self.warmup_fraction < 1:
+        if not (0 < self.lr < math.inf and 0 <= self.weight_decay < math.inf and 0 <= self.warmup_fraction < 1):
             raise ValueError("MAEConfig needs lr > 0, weight_decay ≥ 0 and warmup_fraction in [0, 1)")
 
 
@@ -163,6 +168,10 @@ def pretrain_mae(
     progress: bool = False,
 ) -> tuple[TinyViT, list[float]]:
     """Pre-train a TinyViT with MAE on `images` (B, C, H, W); return the encoder (eval mode) and the loss curve."""
+    if len(images) == 0:
+        raise ValueError("pretrain_mae needs at least one image")
+    if not bool(torch.isfinite(images).all()):
+        raise ValueError("images contain NaN or inf; clean the input pixels before pre-training")
     torch.manual_seed(seed)
     mae = MAE(vit_cfg, cfg)
     c = mae.cfg
@@ -200,5 +209,7 @@ def pretrain_mae(
 @torch.no_grad()
 def extract_tokens(encoder: TinyViT, images: torch.Tensor, batch_size: int = 256) -> torch.Tensor:
     """Frozen last-block tokens (B, 1 + N, D), [CLS] first; compute once and cache (no augmentation)."""
+    if batch_size < 1 or len(images) == 0:
+        raise ValueError(f"need batch_size ≥ 1 and at least one image, got {batch_size} and {len(images)} images")
     encoder.eval()
     return torch.cat([encoder(images[s : s + batch_size]) for s in range(0, len(images), batch_size)])

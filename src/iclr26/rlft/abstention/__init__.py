@@ -20,6 +20,7 @@ from .trainers import (
     grpo_dataset,
     sft_config,
     sft_dataset,
+    uses_chat,
 )
 
 __all__ = [
@@ -41,4 +42,5 @@ __all__ = [
     "rouge_l",
     "sft_config",
     "sft_dataset",
+    "uses_chat",
 ]

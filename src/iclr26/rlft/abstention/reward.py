@@ -71,6 +71,10 @@ class AbstentionReward:
     no_answer: str = field(default=NO_ANSWER, metadata={"help": "the abstention string (paper: 'No Answer')"})
 
     def __post_init__(self):
+        for name in ("format_bonus", "abstain_bonus", "wrong_penalty", "missing_answer"):
+            v = getattr(self, name)
+            if not isinstance(v, (int, float)) or v != v or v in (float("inf"), float("-inf")):
+                raise ValueError(f"AbstentionReward.{name} must be a finite number, got {v!r}")
         for name in ("format_bonus", "abstain_bonus"):
             if getattr(self, name) < 0:
                 raise ValueError(f"AbstentionReward.{name} must be >= 0, got {getattr(self, name)!r}")
@@ -100,11 +104,20 @@ class AbstentionReward:
                 f"columns passed: {sorted(k for k in kwargs if not k.startswith(('trainer_', 'log_')))}"
             )
         golds = kwargs[self.answer_column]
+        if len(golds) != len(completions):
+            raise ValueError(
+                f"got {len(completions)} completions but {len(golds)} gold answers in {self.answer_column!r}: pass one "
+                "gold per completion (TRL repeats each prompt's columns for its G completions)"
+            )
+        bad = [g for g in golds if not isinstance(g, str)]
+        if bad:
+            raise TypeError(f"gold answers must be strings (abstention: {self.no_answer!r}), got {bad[:3]!r}")
         return [self.answer_value(extract_answer(completion_text(c)), g) for c, g in zip(completions, golds)]
 
     def __call__(self, completions, **kwargs) -> list[float]:
         """R = R_format + R_answer (one number per completion)."""
-        return [f + a for f, a in zip(self.format_reward(completions), self.answer_reward(completions, **kwargs))]
+        fmt, ans = self.format_reward(completions), self.answer_reward(completions, **kwargs)
+        return [f + a for f, a in zip(fmt, ans, strict=True)]
 
     @property
     def reward_funcs(self) -> list:

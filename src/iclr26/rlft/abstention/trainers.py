@@ -23,6 +23,11 @@ SYSTEM = (
 )
 
 
+def uses_chat(tokenizer) -> bool:
+    """Whether to give this tokenizer's model chat prompts (``conversational=True``): it has a chat template."""
+    return bool(getattr(tokenizer, "chat_template", None))
+
+
 def _field(x, name):
     return x[name] if isinstance(x, dict) else getattr(x, name)
 

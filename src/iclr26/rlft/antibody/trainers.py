@@ -10,6 +10,7 @@ set the gradient of a whole step).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import torch
@@ -19,6 +20,10 @@ from transformers import Trainer, TrainingArguments
 from .data import PairedCollator, split_views
 from .losses import EMA, likelihood_ratio_weights
 from .updates import Lisa, antibody_alignment_gradient, apply, booster_gradient, weighted_finetune_gradient
+
+
+def _finite(x) -> bool:
+    return isinstance(x, (int, float)) and math.isfinite(x)
 
 
 def _common(args: TrainingArguments, name: str) -> None:
@@ -39,8 +44,12 @@ class AntibodyAlignmentConfig(TrainingArguments):
     def __post_init__(self):
         super().__post_init__()
         _common(self, "AntibodyAlignmentConfig")
-        if self.alpha <= 0 or self.eta_lambda < 0 or self.lambda2 < 0:
-            raise ValueError("AntibodyAlignmentConfig: alpha must be > 0, eta_lambda and lambda2 >= 0")
+        if not (_finite(self.alpha) and self.alpha > 0 and _finite(self.eta_lambda) and self.eta_lambda >= 0
+                and _finite(self.lambda2) and self.lambda2 >= 0):  # fmt: skip
+            raise ValueError(
+                "AntibodyAlignmentConfig: alpha must be a finite number > 0, eta_lambda and lambda2 finite and >= 0; "
+                f"got {self.alpha!r}, {self.eta_lambda!r}, {self.lambda2!r}"
+            )
         if not 0 <= self.ema_momentum < 1:
             raise ValueError(f"AntibodyAlignmentConfig.ema_momentum must be in [0, 1), got {self.ema_momentum!r}")
 
@@ -55,7 +64,7 @@ class BoosterConfig(TrainingArguments):
     def __post_init__(self):
         super().__post_init__()
         _common(self, "BoosterConfig")
-        if self.lam < 0 or self.alpha <= 0:
+        if not (_finite(self.lam) and self.lam >= 0 and _finite(self.alpha) and self.alpha > 0):
             raise ValueError(f"BoosterConfig: lam must be >= 0 and alpha > 0, got {self.lam!r}, {self.alpha!r}")
 
 
@@ -71,8 +80,8 @@ class WeightedSFTConfig(TrainingArguments):
     def __post_init__(self):
         super().__post_init__()
         _common(self, "WeightedSFTConfig")
-        if self.tau <= 0:
-            raise ValueError(f"WeightedSFTConfig.tau must be > 0, got {self.tau!r}")
+        if not (_finite(self.tau) and self.tau > 0):
+            raise ValueError(f"WeightedSFTConfig.tau must be a finite number > 0, got {self.tau!r}")
 
 
 @dataclass
@@ -89,7 +98,8 @@ class LisaConfig(TrainingArguments):
     def __post_init__(self):
         super().__post_init__()
         _common(self, "LisaConfig")
-        if self.rho < 0 or self.alignment_steps < 0 or self.finetune_steps < 1 or not 0 <= self.proximal_warmup <= 1:
+        bad_rho = not (_finite(self.rho) and self.rho >= 0)
+        if bad_rho or self.alignment_steps < 0 or self.finetune_steps < 1 or not 0 <= self.proximal_warmup <= 1:
             raise ValueError(
                 "LisaConfig: rho >= 0, alignment_steps >= 0, finetune_steps >= 1, proximal_warmup in [0,1]"
             )

@@ -122,7 +122,7 @@ class Lisa:
     ALIGN, FT = "alignment", "finetune"
 
     def __init__(self, model, rho: float, align_steps: int, ft_steps: int, warmup_steps: int = 0):
-        if rho < 0 or align_steps < 0 or ft_steps < 1 or warmup_steps < 0:
+        if not 0 <= rho < float("inf") or align_steps < 0 or ft_steps < 1 or warmup_steps < 0:
             raise ValueError(
                 f"Lisa needs rho >= 0, align_steps >= 0, ft_steps >= 1, warmup_steps >= 0; got rho={rho!r}, "
                 f"align_steps={align_steps!r}, ft_steps={ft_steps!r}, warmup_steps={warmup_steps!r}"

@@ -12,7 +12,7 @@ no harmful text is involved.
 from .config import AutoRTConfig
 from .lm_policy import LMStrategyPolicy
 from .metrics import asr_top_k, semantic_diversity
-from .policy import StrategyPolicy, fit_supervised, to_strategies, to_tokens
+from .policy import PolicyDivergedError, StrategyPolicy, fit_supervised, to_strategies, to_tokens
 from .prt import ProgressiveRewardTracker, first_inverse_rate, select_downgrade, shaped_reward
 from .pruning import DynamicStrategyPruner, multi_hot
 from .trainer import AutoRT
@@ -22,6 +22,7 @@ __all__ = [
     "AutoRTConfig",
     "DynamicStrategyPruner",
     "LMStrategyPolicy",
+    "PolicyDivergedError",
     "ProgressiveRewardTracker",
     "StrategyPolicy",
     "asr_top_k",

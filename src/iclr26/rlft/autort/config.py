@@ -9,12 +9,27 @@ from dataclasses import dataclass, field
 class AutoRTConfig:
     use_dsp: bool = field(default=True, metadata={"help": "dynamic strategy pruning / early-terminated exploration"})
     use_prt: bool = field(default=True, metadata={"help": "progressive reward tracking with a downgrade model"})
-    target_budget: int = field(default=2000, metadata={"help": "target-model queries (the compared budget)"})
+    target_budget: int = field(
+        default=2000, metadata={"help": "model queries of a run (the compared budget; see count_downgrade_queries)"}
+    )
+    count_downgrade_queries: bool = field(
+        default=True,
+        metadata={
+            "help": "downgrade-model queries count toward target_budget (a weakened copy of the target costs a "
+            "query too; the paper counts target queries only: False)"
+        },
+    )
     max_samples_factor: float = field(
         default=10.0, metadata={"help": "cap on generated strategies, in multiples of the budget (ours)"}
     )
     batch_size: int = field(default=64, metadata={"help": "strategies per policy update (not stated; ours)"})
-    lr: float = field(default=3e-3, metadata={"help": "Adam learning rate (not stated; tuned on validation)"})
+    lr: float | None = field(
+        default=None,
+        metadata={
+            "help": "Adam learning rate (not stated); None: the generator's default_lr (StrategyPolicy 3e-3, "
+            "LMStrategyPolicy 1e-6: a pretrained LM diverges at 3e-3); the reproduction tunes it on validation"
+        },
+    )
     ppo_epochs: int = field(default=2, metadata={"help": "PPO passes per batch (not stated; ours)"})
     clip: float = field(default=0.2, metadata={"help": "PPO clip epsilon (dossier best guess: 0.2)"})
     kl_coef: float = field(default=0.05, metadata={"help": "KL to the initial generator (dossier best guess: 0.05)"})
@@ -31,11 +46,11 @@ class AutoRTConfig:
             raise ValueError(f"AutoRTConfig.max_samples_factor must be >= 1, got {self.max_samples_factor!r}")
         if self.batch_size < 2:
             raise ValueError(f"AutoRTConfig.batch_size must be >= 2 (advantages need a batch), got {self.batch_size!r}")
-        if not self.lr > 0:
-            raise ValueError(f"AutoRTConfig.lr must be > 0, got {self.lr!r}")
+        if self.lr is not None and not (isinstance(self.lr, (int, float)) and 0 < self.lr < float("inf")):
+            raise ValueError(f"AutoRTConfig.lr must be a finite number > 0 (or None for the default), got {self.lr!r}")
         if not 0 < self.clip < 1:
             raise ValueError(f"AutoRTConfig.clip must lie in (0, 1), got {self.clip!r}")
-        if self.kl_coef < 0 or self.ppo_epochs < 1:
+        if not 0 <= self.kl_coef < float("inf") or self.ppo_epochs < 1:
             raise ValueError("AutoRTConfig.kl_coef must be >= 0 and ppo_epochs >= 1")
         if not 0 < self.sim_threshold <= 1:
             raise ValueError(f"AutoRTConfig.sim_threshold must lie in (0, 1], got {self.sim_threshold!r}")

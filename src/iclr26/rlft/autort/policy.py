@@ -11,6 +11,21 @@ import torch
 from torch import nn
 
 
+class PolicyDivergedError(FloatingPointError):
+    """The generator's probabilities or a PPO loss became NaN/inf: the update diverged (learning rate too high)."""
+
+
+def check_probs(p: torch.Tensor, where: str) -> torch.Tensor:
+    """``p`` unchanged if every entry is finite; else a clear error instead of torch's raw multinomial failure."""
+    if not torch.isfinite(p).all():
+        raise PolicyDivergedError(
+            f"the strategy generator's probabilities are NaN/inf ({where}): a PPO update diverged. Lower "
+            "AutoRTConfig.lr (leave it None for the generator's default: 3e-3 for StrategyPolicy, 1e-6 for an "
+            "LMStrategyPolicy on a pretrained LM) or raise kl_coef"
+        )
+    return p
+
+
 def constrain(z: torch.Tensor, t: int, end: int, max_len: int) -> torch.Tensor:
     """Logits (n, n_prims + 1) at position t of a strategy: at least one primitive (no end at t = 0) and at most
     ``max_len`` (only end at t = max_len)."""
@@ -22,6 +37,8 @@ def constrain(z: torch.Tensor, t: int, end: int, max_len: int) -> torch.Tensor:
 
 
 class StrategyPolicy(nn.Module):
+    default_lr = 3e-3  # AutoRTConfig(lr=None) uses it (the reproduction tunes it on validation)
+
     def __init__(self, n_prims: int, max_len: int, hidden: int = 64):
         super().__init__()
         self.n_prims, self.max_len = n_prims, max_len
@@ -45,7 +62,7 @@ class StrategyPolicy(nn.Module):
         done = torch.zeros(n, dtype=torch.bool)
         for t in range(self.max_len + 1):
             h = self.cell(self.emb(x), h)
-            p = torch.softmax(self._logits(h, t) / temperature, -1)
+            p = check_probs(torch.softmax(self._logits(h, t) / temperature, -1), f"sampling position {t}")
             x = torch.multinomial(p, 1, generator=generator).squeeze(1)
             x = torch.where(done, torch.full_like(x, self.end), x)
             out[:, t] = x

@@ -59,7 +59,22 @@ def completion_logps(model, tok, prefixes: list[str], completions: list[str], me
 
 
 def step_dpo_loss(pi_w, pi_l, ref_w, ref_l, beta: float):
-    """TRL's sigmoid DPO loss (mean over pairs) and the implicit rewards beta * log(pi / pi_ref)."""
+    """TRL's sigmoid DPO loss (mean over pairs) and the implicit rewards beta * log(pi / pi_ref).
+
+    The four inputs are per-pair summed log-probabilities of one shape; a NaN/inf input, a shape mismatch or a beta
+    that is not a finite positive number is an error (a NaN loss would otherwise train silently)."""
+    if not (isinstance(beta, (int, float)) and 0 < beta < float("inf")):
+        raise ValueError(f"beta must be a finite number > 0 (DPO's KL strength; TRL: 0.1), got {beta!r}")
+    named = {"pi_w": pi_w, "pi_l": pi_l, "ref_w": ref_w, "ref_l": ref_l}
+    shapes = {k: tuple(v.shape) for k, v in named.items()}
+    if len(set(shapes.values())) != 1:
+        raise ValueError(f"the four log-probability tensors must have one shape (one entry per pair), got {shapes}")
+    bad = [k for k, v in named.items() if not torch.isfinite(v).all()]
+    if bad:
+        raise ValueError(
+            f"non-finite log-probabilities in {', '.join(bad)}: a NaN/inf log-prob (a diverged model, or -inf from a "
+            "token of zero probability) makes the DPO loss NaN"
+        )
     delta = (pi_w - ref_w) - (pi_l - ref_l)
     return -F.logsigmoid(beta * delta).mean(), beta * (pi_w - ref_w).detach(), beta * (pi_l - ref_l).detach()
 

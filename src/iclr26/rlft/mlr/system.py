@@ -13,7 +13,9 @@ Decoding alternates (paper's inference loop, repository `main.py`):
         stop once the final step is executed
 
 With ``split=False`` the same loop runs on one plain model that sees the raw view at both levels (the "no planner
-split" ablation and any single policy that writes the same step format).
+split" ablation and any single policy that writes the same step format). The markers of `StepFormat` may span
+several tokens of the tokenizer (e.g. the repository's ``######``): generation stops once a marker's tokens appear;
+a marker the tokenizer cannot write (empty or <unk>) is a clear error when the system is built.
 """
 
 from __future__ import annotations
@@ -23,8 +25,28 @@ from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field, replace
 
 import torch
+from transformers import StoppingCriteria, StoppingCriteriaList
 
 from .config import MLRConfig
+
+
+def _first_stop(row: list[int], stops: list[list[int]]) -> int:
+    """Index of the first position where one of the ``stops`` sequences starts in ``row`` (len(row) if none)."""
+    for j in range(len(row)):
+        if any(row[j : j + len(q)] == q for q in stops):
+            return j
+    return len(row)
+
+
+class _SeqStop(StoppingCriteria):
+    """Ends each row of a generation once one of ``stops`` (token sequences) appears after position ``start``."""
+
+    def __init__(self, stops: list[list[int]], start: int):
+        self.stops, self.start = stops, start
+
+    def __call__(self, input_ids, scores, **kwargs):
+        done = [any(_first_stop(r, self.stops) < len(r) for r in [row[self.start :]]) for row in input_ids.tolist()]
+        return torch.tensor(done, dtype=torch.bool, device=input_ids.device)
 
 
 @dataclass(frozen=True)
@@ -50,6 +72,24 @@ class Traj:
 
     def copy(self) -> Traj:
         return replace(self, steps=list(self.steps))
+
+
+def add_marker_tokens(model, tokenizer, fmt: StepFormat | None = None, extra=()) -> list[str]:
+    """Add the step markers of ``fmt`` (and the ``extra`` words) that ``tokenizer`` cannot write (it maps them to
+    <unk>) as new tokens, and resize ``model``'s embeddings to match; returns the words added. A byte-level BPE
+    tokenizer (SmolLM2, Qwen, Llama) writes every word, so nothing is added there; a word-level one may need it."""
+    fmt = fmt or StepFormat()
+    unk = tokenizer.unk_token_id
+    words = [fmt.plan_open, fmt.exec_open, fmt.step_close, fmt.final, *extra]
+    missing = [
+        w
+        for w in dict.fromkeys(words)
+        if unk is not None and unk in tokenizer(f" {w}", add_special_tokens=False)["input_ids"]
+    ]
+    if missing:
+        tokenizer.add_tokens(missing)
+        model.resize_token_embeddings(len(tokenizer))
+    return missing
 
 
 def planner_lora_config(model, cfg: MLRConfig):
@@ -85,6 +125,7 @@ class MLRSystem:
             raise ValueError("split=True needs a peft model with the planner adapter; wrap it with add_planner(model)")
         if tokenizer.pad_token_id is None:
             raise ValueError("the tokenizer needs a pad token (set tokenizer.pad_token = tokenizer.eos_token)")
+        self._check_markers()
         self.gen_batch = 512
 
     # --- levels: the adapter toggle ---
@@ -130,17 +171,31 @@ class MLRSystem:
         return parts
 
     # --- sampling ---
-    def _stop_ids(self, marker: str) -> list[int]:
+    def marker_ids(self, marker: str) -> list[int]:
+        """The token ids of `` marker`` (as it follows a word in a view); a marker may span several tokens."""
         ids = self.tok(f" {marker}", add_special_tokens=False)["input_ids"]
-        if len(ids) != 1:
-            raise ValueError(f"marker {marker!r} must be one token of the tokenizer, got {ids!r}; choose another")
-        return ids + ([self.tok.eos_token_id] if self.tok.eos_token_id is not None else [])
+        if not ids or (self.tok.unk_token_id is not None and self.tok.unk_token_id in ids):
+            raise ValueError(
+                f"step marker {marker!r} is not written by this tokenizer (ids {ids!r}: empty or <unk>); choose a "
+                "StepFormat whose markers are words of its vocabulary, or add them: add_marker_tokens(model, tok, fmt)"
+            )
+        return ids
+
+    def _check_markers(self) -> None:
+        f = self.fmt
+        marks = {"plan_open": f.plan_open, "exec_open": f.exec_open, "step_close": f.step_close, "final": f.final}
+        if len(set(marks.values())) < len(marks) or not all(m.strip() == m and m for m in marks.values()):
+            raise ValueError(f"StepFormat markers must be distinct non-empty words without spaces around, got {marks}")
+        for name, m in marks.items():
+            self.marker_ids(m)
+        if self.tok.eos_token_id is None:
+            raise ValueError("the tokenizer needs an eos token (fast rollouts stop at it)")
 
     def sample(self, level: str, prefixes: list[str], temperature: float | None = None) -> list[str]:
         """One completion per prefix at ``level``, cut before the level's stop marker."""
         marker = self.fmt.exec_open if level == "planner" else self.fmt.step_close
         max_new = self.cfg.max_plan_tokens if level == "planner" else self.cfg.max_exec_tokens
-        return self._generate(level, prefixes, self._stop_ids(marker), max_new, temperature)
+        return self._generate(level, prefixes, [self.marker_ids(marker)], max_new, temperature)
 
     def rollout_prefix(self, t: Traj) -> str:
         """The raw text a fast rollout continues: the executor view, plus the pending descriptor if any."""
@@ -149,26 +204,34 @@ class MLRSystem:
     def complete(self, prefixes: list[str]) -> list[str]:
         """Fast Monte-Carlo rollouts (repository `obtain_TSMC_rewards`): the backbone (adapter off), trained on whole
         traces, continues each raw prefix in one pass until EOS; returns prefix + continuation."""
-        outs = self._generate("executor", prefixes, [self.tok.eos_token_id], self.cfg.max_rollout_tokens, None)
+        outs = self._generate("executor", prefixes, [], self.cfg.max_rollout_tokens, None)
         return [f"{p} {o}" for p, o in zip(prefixes, outs, strict=True)]
 
     @torch.no_grad()
-    def _generate(self, level, prefixes, stop, max_new, temperature) -> list[str]:
+    def _generate(self, level, prefixes, stops: list[list[int]], max_new, temperature) -> list[str]:
+        """One sampled completion per prefix, cut before the first stop sequence (a marker's tokens) or EOS. Single-
+        token stops end generation through ``eos_token_id``; a multi-token marker through a stopping criterion that
+        ends a row once its tokens appear."""
         if not prefixes:
             return []
+        eos = [self.tok.eos_token_id]
+        single = [q[0] for q in stops if len(q) == 1]
+        multi = [q for q in stops if len(q) > 1]
         side, self.tok.padding_side = self.tok.padding_side, "left"
         out: list[str] = []
         try:
             with self.level(level):
                 for i in range(0, len(prefixes), self.gen_batch):
                     enc = self.tok(prefixes[i : i + self.gen_batch], return_tensors="pt", padding=True)
+                    n0 = enc["input_ids"].shape[1]
+                    crit = StoppingCriteriaList([_SeqStop(multi, n0)]) if multi else None
                     gen = self.model.generate(
                         **enc, max_new_tokens=max_new, do_sample=True, top_k=0, top_p=self.cfg.top_p,
-                        temperature=temperature or self.cfg.temperature, eos_token_id=stop,
-                        pad_token_id=self.tok.pad_token_id,
+                        temperature=temperature or self.cfg.temperature, eos_token_id=single + eos,
+                        pad_token_id=self.tok.pad_token_id, stopping_criteria=crit,
                     )  # fmt: skip
-                    for row in gen[:, enc["input_ids"].shape[1] :].tolist():
-                        cut = next((j for j, x in enumerate(row) if x in stop), len(row))
+                    for row in gen[:, n0:].tolist():
+                        cut = _first_stop(row, [[x] for x in single + eos] + multi)
                         out.append(self.tok.decode(row[:cut], skip_special_tokens=True).strip())
         finally:
             self.tok.padding_side = side

@@ -72,15 +72,15 @@ def iterative_step_dpo(system: MLRSystem, prompts: list[str], verifier: Callable
                        pairs_per_round: int, seed: int = 0, evaluate: Callable[[], float] | None = None,
                        log: Callable[[str], None] | None = None) -> dict:  # fmt: skip
     """``cfg.rounds`` rounds of online pair collection + Step-DPO. With ``evaluate`` (validation score, higher is
-    better) the weights of the best round (round 0 = the starting system) are kept. Returns a history."""
+    better) the weights of the best *trained* round are kept: round 0 (the starting system) is scored and reported in
+    ``scores[0]`` but never kept, so a trained arm cannot fall back to its start unnoticed. Returns a history
+    (``pairs`` per round, ``scores`` with round 0 first, ``losses``, ``kept`` = the round kept, 1-based)."""
     rng = random.Random(seed)
-    hist = {"pairs": [], "scores": [], "losses": []}
+    hist = {"pairs": [], "scores": [], "losses": [], "kept": system.cfg.rounds}
     named = dict(system.model.named_parameters())
     best_state, best = None, -float("inf")
     if evaluate is not None:
-        best = evaluate()
-        hist["scores"].append(best)
-        best_state = {n: p.detach().clone() for n, p in named.items()}
+        hist["scores"].append(evaluate())  # round 0: reported, not a candidate
     for r in range(system.cfg.rounds):
         pairs, stats = collect_pairs(system, prompts, verifier, pairs_per_round, rng)
         losses = train_on_pairs(system, pairs, seed + r)
@@ -94,6 +94,7 @@ def iterative_step_dpo(system: MLRSystem, prompts: list[str], verifier: Callable
             hist["scores"].append(s)
             if s > best:
                 best, best_state = s, {n: p.detach().clone() for n, p in named.items()}
+                hist["kept"] = r + 1
     if best_state is not None:
         for n, v in best_state.items():
             named[n].data.copy_(v)

@@ -12,8 +12,14 @@ A candidate step c at prefix h (K candidates per prefix, all at the same level) 
 
 where p are length-normalised likelihoods in the repository's variant (``likelihood_terms=True``); with the proposal
 equal to the target they cancel and r = log(psi(h + c) + eps) - log(psi(h) + eps) (standard TSMC, the default).
-Within a group (same prefix) chosen = argmax r, rejected = argmin r; groups whose spread is below ``pair_gap`` give no
-pair (e.g. psi = 0 for every candidate). Rollouts are the repository's fast rollouts: the backbone continues the raw
+Within a group (same prefix) chosen = argmax r, rejected = argmin r, ties broken uniformly at random; groups whose
+spread is below ``pair_gap`` give no pair (e.g. psi = 0 for every candidate).
+
+With the default ``likelihood_terms=False``, psi(h) is shared by every candidate of a group and cancels from the
+ranking: a "TSMC" pair is then the candidates ranked by their N-rollout success rate psi(h + c) (a step-level Monte-
+Carlo value), and psi(h) matters only through the clip (when psi(h) ~ 0 every candidate with psi(h + c) >= ~0.15
+sits at +clip: a tie) and the ``pair_gap`` filter. The 'outcome' rule ranks by one rollout's 0/1 outcome, so
+'tsmc' vs 'outcome' compares N rollouts per candidate with one. Rollouts are the repository's fast rollouts: the backbone continues the raw
 text to the end in one pass (for a planner candidate it first writes the step, then the rest).
 """
 
@@ -120,8 +126,10 @@ def step_pairs(system: MLRSystem, groups: list[tuple[Traj, str]], verifier: Call
     pairs = []
     marker = {"planner": f.exec_open, "executor": f.step_close}
     for (_, lv, prefix, cs), r in zip(built, scores, strict=True):
-        w = max(range(len(cs)), key=r.__getitem__)
-        lo = min(range(len(cs)), key=r.__getitem__)
+        # ties (several candidates at the +clip bound when psi(h) ~ 0, or equal MC estimates) are broken uniformly at
+        # random with ``rng``, never by the order in which the candidates were sampled
+        w = rng.choice([i for i, x in enumerate(r) if x == max(r)])
+        lo = rng.choice([i for i, x in enumerate(r) if x == min(r)])
         if r[w] - r[lo] <= (cfg.pair_gap if cfg.pair_rule != "random" else 0.0):
             continue
         pairs.append({"prompt": prefix, "chosen": f"{cs[w]} {marker[lv]}", "rejected": f"{cs[lo]} {marker[lv]}",

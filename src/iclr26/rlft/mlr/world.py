@@ -200,6 +200,27 @@ class ModProgWorld:
             order += [(f"{lab} =", f"{k}{a}") for lab, (k, a) in self.library.items()]
         return facts * reps + order * (reps * 4) + looks + chains
 
+    def label_chains(self, n: int, salt: str = "label-chains") -> list[list[tuple[str, bool]]]:
+        """``n`` labelled execution chains of 1-12 steps, as (text, trained) parts: `start 4` then, per step, a given
+        library label in the step format (`plan c exec`, not trained) and its execution (`4 mul3 = 2 end`, trained):
+        applying a *named* operation of the library to the running value, the executor's skill, with the labels given
+        in order (no program statement, nothing to plan, no final step). Library world only (the listed world has no
+        library); another ``salt`` draws another set (held out)."""
+        if self.operations != "library":
+            raise ValueError("label_chains needs the library world (operations='library')")
+        rng, out = random.Random(f"{salt}/{self.p}"), []
+        for _ in range(n):
+            v, s = rng.randrange(self.p), rng.randrange(len(LETTERS))
+            k = rng.randint(1, min(12, len(LETTERS) - s))
+            parts = [(f"start {v}", False)]
+            for lab in LETTERS[s : s + k]:
+                kind, a = self.library[lab]
+                w = apply(kind, v, a, self.p)
+                parts += [(f" {PLAN} {lab} {EXEC}", False), (f" {v} {kind}{a} = {w} {END}", True)]
+                v = w
+            out.append(parts)
+        return out
+
     def vocabulary_texts(self) -> list[str]:
         ops = [f"{k}{a}" for k in OPS for a in range(self.p)]  # an operation is one token: kind and operand
         words = [*LETTERS, *ops, *(str(i) for i in range(self.p)), PLAN, EXEC, END, DONE, RESULT, "start", "ops"]

@@ -18,10 +18,11 @@ Modules: `losses` (the equations as tensor functions), `buffer` (the replay TRL 
 
 from .buffer import MixPolicyBuffer, cat_batches
 from .config import ReMixConfig
+from .evaluate import greedy_accuracy
 from .losses import group_advantages, kl_convex, kl_k3, lambda_schedule, mix_ppg_token_loss
 from .trainer import ReMixTrainer
 
 __all__ = [
     "ReMixConfig", "ReMixTrainer", "MixPolicyBuffer", "cat_batches", "group_advantages", "mix_ppg_token_loss",
-    "kl_k3", "kl_convex", "lambda_schedule",
+    "kl_k3", "kl_convex", "lambda_schedule", "greedy_accuracy",
 ]  # fmt: skip

@@ -12,9 +12,12 @@ class ReMixConfig(GRPOConfig):
     r"""Configuration of [`ReMixTrainer`]: every field of `GRPOConfig`, plus Mix-PPG, KL-Convex and reincarnation.
 
     Switching the new parts off (``off_policy_ratio=0`` or ``history_window=0``, ``utd=1``, ``kl_convex=False``,
-    ``reincarnate_at=None``) gives exactly `GRPOTrainer`'s loss. ``num_iterations`` must stay 1: the update-to-data
-    ratio of ReMix is ``utd`` (TRL's ``num_iterations`` would be the same thing, but ReMix switches it off at
-    reincarnation, which TRL's sampler cannot follow).
+    ``reincarnate_at=None``) gives exactly `GRPOTrainer`'s loss, also with TRL's token masks ``top_entropy_quantile``
+    and ``off_policy_mask_threshold`` (implemented as TRL does; on replayed rows the off-policy mask measures the KL
+    to the behaviour policy pi_{k-i}). ``num_iterations`` must stay 1: the update-to-data ratio of ReMix is ``utd``
+    (TRL's ``num_iterations`` would be the same thing, but ReMix switches it off at reincarnation, which TRL's
+    sampler cannot follow). Not supported, with an error: loss types other than the clipped ones, sequence-level
+    importance sampling, adaptive entropy, vLLM generation and the Liger loss.
     """
 
     off_policy_ratio: float = field(
@@ -74,6 +77,16 @@ class ReMixConfig(GRPOConfig):
             raise ValueError("ReMix uses token-level importance ratios: set importance_sampling_level='token'")
         if self.use_adaptive_entropy:
             raise ValueError("ReMixConfig: use_adaptive_entropy is not supported; use a static entropy_coef")
+        if self.use_vllm:
+            raise ValueError(
+                "ReMixConfig: use_vllm is not supported (vLLM rollouts carry sampler log-probs and importance weights "
+                "that the replay does not keep); generate with transformers (use_vllm=False)"
+            )
+        if self.use_liger_kernel:
+            raise ValueError(
+                "ReMixConfig: use_liger_kernel is not supported (the Liger GRPO loss would bypass Mix-PPG and "
+                "KL-Convex); set use_liger_kernel=False"
+            )
         local = self.per_device_train_batch_size * self.steps_per_generation
         if local % self.num_generations:
             raise ValueError(

@@ -25,6 +25,11 @@ LOG_RATIO_CLAMP = 20.0
 
 def group_advantages(rewards: torch.Tensor, num_generations: int, scale: str = "group") -> torch.Tensor:
     """Group-normalised advantages of rewards laid out group after group (G = ``num_generations`` per prompt)."""
+    if num_generations < 2:
+        raise ValueError(
+            f"num_generations must be >= 2: a group of one has no spread, and its normalised advantage would be NaN "
+            f"(got {num_generations!r}); sample at least two completions per prompt"
+        )
     if rewards.dim() != 1 or rewards.numel() % num_generations:
         raise ValueError(
             f"rewards must be 1-D with a multiple of num_generations={num_generations} entries, "
@@ -32,6 +37,9 @@ def group_advantages(rewards: torch.Tensor, num_generations: int, scale: str = "
         )
     if scale not in ("group", "batch", "none"):
         raise ValueError(f"scale must be 'group', 'batch' or 'none', got {scale!r}")
+    if not torch.isfinite(rewards).all():
+        bad = (~torch.isfinite(rewards)).nonzero().flatten()[:5].tolist()
+        raise ValueError(f"rewards must be finite; entries {bad} are NaN or infinite (check the reward function)")
     g = rewards.view(-1, num_generations)
     # GRPO: A_i = (r_i - mean(r_group)) / (std(r_group) + 1e-4), std unbiased as in TRL's `nanstd`
     adv = (g - g.mean(dim=1, keepdim=True)).reshape(-1)

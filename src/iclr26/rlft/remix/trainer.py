@@ -162,6 +162,16 @@ class ReMixTrainer(GRPOTrainer):
         per_token_loss, ratio, centre = mix_ppg_token_loss(
             logp, behaviour, snapshot, inputs["advantages"], self.epsilon_low, self.epsilon_high, self.args.delta
         )
+        # TRL's optional token masks, as GRPOTrainer applies them (the off-policy mask: KL to the behaviour policy)
+        entropy_mask = None
+        if self.top_entropy_quantile < 1.0:
+            entropy_mask = self.get_high_entropy_mask(entropies, mask, 1 - self.top_entropy_quantile)
+            per_token_loss = per_token_loss * entropy_mask
+        if self.off_policy_mask_threshold is not None:
+            adv = inputs["advantages"]
+            per_token_loss = per_token_loss * self.get_off_policy_mask(
+                adv.unsqueeze(1) if adv.dim() == 1 else adv, logp, behaviour, mask, self.off_policy_mask_threshold
+            )
         if self.beta != 0.0:
             lam = self.current_lambda() if "prev_per_token_logps" in inputs else 1.0
             # Eq. (KL-Convex): lambda KL(pi_theta||pi_base) + (1 - lambda) KL(pi_theta||pi_{k-1})
@@ -172,8 +182,9 @@ class ReMixTrainer(GRPOTrainer):
         loss = self._aggregate(per_token_loss, mask, inputs)
         mode = "train" if self.model.training else "eval"
         accum = self.current_gradient_accumulation_steps if mode == "train" else 1.0
-        if self.entropy_coef:  # the entropy bonus c H[pi_theta], as TRL adds it
-            loss = loss - self.entropy_coef * (entropies * mask).sum() / mask.sum().clamp(min=1.0) / accum
+        if self.entropy_coef:  # the entropy bonus c H[pi_theta], as TRL adds it (on the entropy mask's tokens)
+            eff = mask if entropy_mask is None else mask * entropy_mask
+            loss = loss - self.entropy_coef * (entropies * eff).sum() / eff.sum().clamp(min=1.0) / accum
         if self.aux_loss_enabled:
             loss = loss + self.router_aux_loss_coef * aux_loss / accum
         self._log_loss_metrics(mode, mask, ratio, centre, entropies, per_token_kl if self.beta != 0.0 else None)

@@ -14,6 +14,7 @@ behaviour. The 1000 problems are split into train / validation / test determinis
 from __future__ import annotations
 
 import random
+import re
 from dataclasses import dataclass
 
 DIGITS = tuple(str(d) for d in range(10))
@@ -53,6 +54,28 @@ def parse_answer(completion: str) -> int | None:
 def reward(completion: str, problem: Problem) -> float:
     """The verifiable reward: 1.0 iff the parsed final answer equals a + b + c."""
     return float(parse_answer(completion) == problem.answer)
+
+
+# --- the same problems for a real (chat) LM, which writes "20" rather than the micro policy's "2 0" -----------------
+_INT = re.compile(r"-?\d+")
+
+
+def chat_prompt(problem: Problem, chat: bool = True):
+    """A chat question ``[{"role": "user", ...}]`` for a model with a chat template, else the plain prompt."""
+    if chat:
+        return [{"role": "user", "content": f"What is {problem.a} + {problem.b} + {problem.c}? Reply with the number "
+                 "only."}]  # fmt: skip
+    return problem.prompt
+
+
+def first_int_reward(completion, problem: Problem) -> float:
+    """1.0 iff the first integer of the completion (text, or TRL's conversational message list) is a + b + c."""
+    if isinstance(completion, list):
+        completion = completion[-1]["content"] if completion else ""
+    if not isinstance(completion, str):
+        raise TypeError(f"a completion must be a string or a list of messages, got {type(completion).__name__}")
+    m = _INT.search(completion)
+    return float(m is not None and int(m.group()) == problem.answer)
 
 
 class ArithmeticWorld:

@@ -6,13 +6,15 @@ forecasts, and a time-series forecaster conditioned on the reasoner's output wit
 - `reward`: `TimeGRPOReward` (inverse-MSE correctness + think / answer / xml format terms) for `GRPOTrainer`;
 - `trainer`: `time_grpo_trainer`, `sft_trainer` and the official configs on TRL;
 - `forecaster`: `ConditionalForecaster` (backbone + reasoning-conditioned alignment layer, CFG), `DLinear`, `fit`;
-- `bins`: quantised-return answers for a word-level reasoner.
+- `bins`: quantised-return answers for a word-level reasoner;
+- `text`: prompt rows of a price frame for a real LLM, the official answer layout for SFT targets, generation.
 """
 
 from .annotate import annotate_window, indicator_states, indicators
 from .bins import ReturnBins
 from .forecaster import AlignmentLayer, ConditionalForecaster, DLinear, ForecasterConfig, RevINMLP, fit, path_stats
 from .reward import TimeGRPOReward, group_advantages, parse_answer, xml_count
+from .text import answer_text, generate, trend_rationale, window_rows
 from .trainer import SYSTEM, grpo_config, grpo_dataset, sft_config, sft_dataset, sft_trainer, time_grpo_trainer
 
 __all__ = [
@@ -25,6 +27,8 @@ __all__ = [
     "RevINMLP",
     "TimeGRPOReward",
     "annotate_window",
+    "answer_text",
+    "generate",
     "fit",
     "grpo_config",
     "grpo_dataset",
@@ -37,5 +41,7 @@ __all__ = [
     "sft_dataset",
     "sft_trainer",
     "time_grpo_trainer",
+    "trend_rationale",
+    "window_rows",
     "xml_count",
 ]

@@ -110,10 +110,10 @@ class ForecasterConfig:
     guidance: float = field(default=1.0, metadata={"help": "CFG scale w at inference (code: 2.0; demo script 0.1)"})
 
     def __post_init__(self):
-        if not 0.0 <= self.p_uncond <= 1.0:
+        if not 0.0 <= self.p_uncond <= 1.0:  # also rejects NaN
             raise ValueError(f"ForecasterConfig.p_uncond must be in [0, 1], got {self.p_uncond!r}")
-        if self.guidance < 0:
-            raise ValueError(f"ForecasterConfig.guidance must be >= 0, got {self.guidance!r}")
+        if not 0 <= self.guidance < float("inf"):
+            raise ValueError(f"ForecasterConfig.guidance must be a finite number >= 0, got {self.guidance!r}")
         if min(self.lookback, self.horizon, self.hidden, self.align_hidden) < 1:
             raise ValueError("ForecasterConfig sizes must be >= 1")
 
@@ -128,7 +128,13 @@ class ConditionalForecaster(nn.Module):
         self.align = AlignmentLayer(self.cfg.horizon, self.cfg.align_hidden, self.cfg.dropout)
 
     def pass_(self, x, attrs, cond):
-        """One forward pass; ``cond`` (B,) bool chooses the conditional (aligned) or unconditional output per row."""
+        """One forward pass; ``cond`` (B,) bool chooses the conditional (aligned) or unconditional output per row.
+        Attributes of rows without conditioning are ignored (zeroed: a NaN there must not reach the output)."""
+        bad = cond & ~torch.isfinite(attrs).all(-1)
+        if bad.any():
+            raise ValueError(f"attrs of {int(bad.sum())} conditioned rows are NaN or infinite (first row "
+                             f"{int(bad.nonzero()[0])}): mark unparsed reasoner outputs valid=False")  # fmt: skip
+        attrs = torch.where(cond.unsqueeze(-1), attrs, torch.zeros_like(attrs))
         return self.align(self.backbone(x), attrs, cond)
 
     def forward(self, x, attrs=None, valid=None):
@@ -144,14 +150,29 @@ class ConditionalForecaster(nn.Module):
 
     @torch.no_grad()
     def forecast(self, x, attrs=None, valid=None, guidance: float | None = None):
-        """y_uncond + w (y_cond - y_uncond); rows without valid attributes get y_uncond."""
+        """y_uncond + w (y_cond - y_uncond); rows without valid attributes get y_uncond. Always in eval mode
+        (dropout off; the module's mode is restored afterwards)."""
         w = self.cfg.guidance if guidance is None else guidance
-        uncond = self.backbone(x)
-        if attrs is None:
-            return uncond
-        valid = torch.ones(x.shape[0], dtype=torch.bool) if valid is None else valid
-        cond = self.pass_(x, attrs, valid)
-        return uncond + w * (cond - uncond)  # CFG
+        if not isinstance(w, (int, float)) or not w >= 0 or w == float("inf"):
+            raise ValueError(f"guidance (the CFG scale w) must be a finite number >= 0, got {w!r}")
+        if x.dim() != 2 or x.shape[1] != self.cfg.lookback or not torch.isfinite(x).all():
+            raise ValueError(f"x must be a finite (B, {self.cfg.lookback}) tensor of windows, got {tuple(x.shape)}")
+        valid = torch.ones(x.shape[0], dtype=torch.bool) if valid is None else valid.bool()
+        if attrs is not None:
+            n = len(self.align.stats)
+            if attrs.shape != (x.shape[0], n) or valid.shape != (x.shape[0],):
+                raise ValueError(f"attrs must be ({x.shape[0]}, {n}) and valid ({x.shape[0]},), got "
+                                 f"{tuple(attrs.shape)} and {tuple(valid.shape)}")  # fmt: skip
+        was = self.training
+        self.eval()
+        try:
+            uncond = self.backbone(x)
+            if attrs is None:
+                return uncond
+            cond = self.pass_(x, attrs, valid)
+            return uncond + w * (cond - uncond)  # CFG
+        finally:
+            self.train(was)
 
 
 def fit(model, train, val, lr: float = 1e-3, max_epochs: int = 100, patience: int = 10, batch_size: int = 256,

@@ -82,6 +82,10 @@ def sft_trainer(model, tokenizer, train_dataset, args=None, peft_config=None, **
                       processing_class=tokenizer, peft_config=peft_config, **kwargs)  # fmt: skip
 
 
+def _is_peft(model) -> bool:
+    return hasattr(model, "peft_config") and hasattr(model, "disable_adapter")
+
+
 def time_grpo_trainer(model, tokenizer, train_dataset, args=None, reward: TimeGRPOReward | None = None,
                       peft_config=None, **kwargs):  # fmt: skip
     """Time-GRPO: a `GRPOTrainer` whose rewards are the official four terms (think format, answer format, inverse
@@ -94,7 +98,8 @@ def time_grpo_trainer(model, tokenizer, train_dataset, args=None, reward: TimeGR
     if need:
         raise ValueError(f"the Time-GRPO dataset lacks the columns {sorted(need)}; got {train_dataset.column_names}")
     args = args or grpo_config("vta-grpo")
-    in_memory = not isinstance(model, str) and args.beta != 0.0 and peft_config is None
+    # (a PEFT model keeps its own reference: TRL copies its trained adapter as the frozen "ref" adapter)
+    in_memory = not isinstance(model, str) and args.beta != 0.0 and peft_config is None and not _is_peft(model)
     name = str(getattr(model.config, "_name_or_path", "") or "")
     if in_memory and not (name and Path(name).is_dir()):  # Path("") is ".", a directory: test the name first
         ref_dir = Path(args.output_dir) / "reference-policy"

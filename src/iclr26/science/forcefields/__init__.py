@@ -49,6 +49,8 @@ def full_graph(n_structures: int, n_atoms: int) -> tuple[torch.Tensor, torch.Ten
 
 def smooth_cutoff(r: torch.Tensor, r_max: float) -> torch.Tensor:
     """Cosine envelope, 1 at r = 0 and 0 (with zero slope) for r ≥ r_max."""
+    if not 0 < r_max < math.inf:
+        raise ValueError(f"r_max must be finite and > 0, got {r_max}")
     return torch.where(r < r_max, 0.5 * (1 + torch.cos(math.pi * r / r_max)), torch.zeros_like(r))
 
 
@@ -110,8 +112,9 @@ class EquivariantConfig:
                 raise ValueError(f"EquivariantConfig.{name} must be ≥ {lo}, got {getattr(self, name)}")
         if not 0 <= self.lmax <= 3:
             raise ValueError(f"EquivariantConfig.lmax must be in [0, 3], got {self.lmax}")
-        if self.r_max <= 0 or self.avg_neighbors <= 0:
-            raise ValueError("EquivariantConfig.r_max and avg_neighbors must be > 0")
+        if not (0 < self.r_max < math.inf and 0 < self.avg_neighbors < math.inf):
+            raise ValueError(f"EquivariantConfig.r_max and avg_neighbors must be finite and > 0, got {self.r_max}, "
+                             f"{self.avg_neighbors}")  # fmt: skip
 
 
 class _Interaction(nn.Module):
@@ -217,8 +220,9 @@ class UnconstrainedConfig:
                 f"UnconstrainedConfig needs width ≥ 2, n_layers ≥ 1, n_species ≥ 1; got {self.width}, "
                 f"{self.n_layers}, {self.n_species}"
             )
-        if self.r_max <= 0 or self.avg_neighbors <= 0:
-            raise ValueError("UnconstrainedConfig.r_max and avg_neighbors must be > 0")
+        if not (0 < self.r_max < math.inf and 0 < self.avg_neighbors < math.inf):
+            raise ValueError(f"UnconstrainedConfig.r_max and avg_neighbors must be finite and > 0, got {self.r_max}, "
+                             f"{self.avg_neighbors}")  # fmt: skip
 
 
 def _mlp(d_in: int, d_hidden: int, d_out: int) -> nn.Sequential:
@@ -264,7 +268,7 @@ def match_parameters(build: Callable[[int], ForceField], target_params: int, max
     """The model `build(width)` whose parameter count is closest to `target_params` (bisection; counts grow with
     width). Used to compare architectures at matched N, e.g. `match_parameters(lambda w: UnconstrainedForceField(
     UnconstrainedConfig(width=w)), equivariant.num_parameters())`."""
-    if target_params < 1:
+    if not 1 <= target_params < math.inf:
         raise ValueError(f"target_params must be ≥ 1, got {target_params}")
     counts: dict[int, int] = {}
 

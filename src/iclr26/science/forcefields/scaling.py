@@ -114,6 +114,8 @@ def lower_envelope(compute, loss) -> tuple[np.ndarray, np.ndarray]:
     c, l = np.asarray(compute, dtype=float), np.asarray(loss, dtype=float)
     if c.shape != l.shape or c.size == 0:
         raise ValueError("compute and loss must be non-empty arrays of the same length")
+    if not (np.all(np.isfinite(c)) and np.all(np.isfinite(l))):
+        raise ValueError("compute and loss must be finite (found NaN or inf); drop failed checkpoints first")
     order = np.argsort(c, kind="stable")
     keep, best = [], math.inf
     for i in order:
@@ -157,8 +159,10 @@ def fit_joint_law(n, d, loss, huber_delta: float = 1e-3) -> JointLawFit:
     n, d, loss = (np.asarray(v, dtype=float).ravel() for v in (n, d, loss))
     if not (n.size == d.size == loss.size) or n.size < 5:
         raise ValueError("the joint law has 5 parameters; give at least 5 runs with N, D and loss each")
-    if np.any(n <= 0) or np.any(d <= 0) or np.any(loss <= 0):
-        raise ValueError("N, D and loss must be strictly positive")
+    if not all(np.all(np.isfinite(v)) and np.all(v > 0) for v in (n, d, loss)):
+        raise ValueError("N, D and loss must be finite and strictly positive")
+    if not 0 < huber_delta < math.inf:
+        raise ValueError(f"huber_delta must be finite and > 0, got {huber_delta}")
     if np.unique(n).size < 2 or np.unique(d).size < 2:
         raise ValueError("the joint law needs at least two distinct N and two distinct D")
     ln, ld, ll = np.log(n), np.log(d), np.log(loss)

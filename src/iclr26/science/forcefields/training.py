@@ -30,15 +30,35 @@ class TargetScaler:
     """
 
     def __init__(self, data: ForceFieldData, n_species: int):
+        check_data(data, "data")
+        if int(data.species.max()) >= n_species or int(data.species.min()) < 0:
+            raise ValueError(
+                f"species indices must lie in [0, n_species={n_species}), got max {int(data.species.max())}"
+            )
         counts = torch.nn.functional.one_hot(data.species, n_species).sum(1).to(torch.float64)
         self.mu = torch.linalg.lstsq(counts, data.energy.to(torch.float64)[:, None]).solution[:, 0]
         self.scale = float(data.forces.to(torch.float64).pow(2).mean().sqrt()) or 1.0
         self.n_species = n_species
 
     def transform(self, data: ForceFieldData) -> ForceFieldData:
+        check_data(data, "data")
         ref = self.mu[data.species].sum(1)
         e = (data.energy.to(torch.float64) - ref) / self.scale
         return ForceFieldData(data.species, data.pos, e, data.forces.to(torch.float64) / self.scale)
+
+
+def check_data(d: ForceFieldData, what: str) -> None:
+    """A labelled set is non-empty, shaped (B, n) / (B, n, 3) / (B,) / (B, n, 3) and finite."""
+    b = len(d)
+    if b < 1 or d.pos.dim() != 3 or d.pos.shape[-1] != 3 or d.species.shape != d.pos.shape[:2]:
+        raise ValueError(f"{what}: need at least one structure, species (B, n) and pos (B, n, 3); got {tuple(d.species.shape)}, "
+                         f"{tuple(d.pos.shape)}")  # fmt: skip
+    if d.energy.shape != (b,) or d.forces.shape != d.pos.shape:
+        raise ValueError(f"{what}: energy must be (B,) and forces (B, n, 3), got {tuple(d.energy.shape)}, "
+                         f"{tuple(d.forces.shape)}")  # fmt: skip
+    for name in ("pos", "energy", "forces"):
+        if not bool(torch.isfinite(getattr(d, name)).all()):
+            raise ValueError(f"{what}: {name} contains NaN or inf; drop or relabel those structures")
 
 
 @dataclass
@@ -70,7 +90,7 @@ class TrainConfig:
     )
 
     def __post_init__(self):
-        if self.patience < 0 or self.min_rel_improvement < 0:
+        if self.patience < 0 or not 0 <= self.min_rel_improvement < math.inf:
             raise ValueError(
                 f"TrainConfig.patience and min_rel_improvement must be ≥ 0, got {self.patience}, "
                 f"{self.min_rel_improvement}"
@@ -78,9 +98,10 @@ class TrainConfig:
         for name in ("steps", "batch_size", "n_evals", "eval_every"):
             if getattr(self, name) < 1:
                 raise ValueError(f"TrainConfig.{name} must be ≥ 1, got {getattr(self, name)}")
-        if self.lr <= 0:
-            raise ValueError(f"TrainConfig.lr must be > 0, got {self.lr}")
-        if self.energy_weight < 0 or self.force_weight < 0 or self.energy_weight + self.force_weight == 0:
+        if not 0 < self.lr < math.inf:
+            raise ValueError(f"TrainConfig.lr must be finite and > 0, got {self.lr}")
+        w = (self.energy_weight, self.force_weight)
+        if not all(0 <= v < math.inf for v in w) or sum(w) == 0:
             raise ValueError("TrainConfig.energy_weight and force_weight must be ≥ 0 and not both 0")
 
 
@@ -98,6 +119,9 @@ def _loss(model, d: ForceFieldData, cfg: TrainConfig, create_graph: bool) -> tup
 @torch.no_grad()
 def evaluate(model: ForceField, val: ForceFieldData, cfg: TrainConfig, chunk: int = 256) -> dict[str, float]:
     """Validation loss (the training objective) and its energy/force parts, in scaled units."""
+    check_data(val, "val")
+    if chunk < 1:
+        raise ValueError(f"chunk must be ≥ 1, got {chunk}")
     totals = {"loss": 0.0, "energy_mse": 0.0, "force_mse": 0.0}
     for s in range(0, len(val), chunk):
         part = val.subset(slice(s, s + chunk))
@@ -130,8 +154,8 @@ def train_forcefield(
     validation loss (see `TrainConfig.patience`); `steps_used` and `converged` (1.0 if it stopped before the cap)
     report the budget actually spent, and the model ends with its best weights.
     """
-    if len(train) < 1 or len(val) < 1:
-        raise ValueError("train and val must hold at least one structure each")
+    check_data(train, "train")
+    check_data(val, "val")
     with torch.enable_grad():  # also where the caller switched autograd off
         return _train(model, train, val, cfg, progress)
 
@@ -199,6 +223,8 @@ def equivariance_error(model: ForceField, data: ForceFieldData, n_rotations: int
     """Relative change of E under random rotations, and of F against R·F (0 for an exactly equivariant model)."""
     from iclr26.science.forcefields.world import random_rotations
 
+    if n_rotations < 1:
+        raise ValueError(f"n_rotations must be ≥ 1, got {n_rotations}")
     dtype = next(model.parameters()).dtype
     d = data.to(dtype)
     e0, f0 = (t.detach() for t in model.energy_and_forces(d.species, d.pos))

@@ -50,15 +50,25 @@ class ManyBodyPotentialConfig:
     three_body_cutoff: float = field(default=1.8, metadata={"help": "three-body cutoff r_c3 (> 0); our choice"})
 
     def __post_init__(self):
-        if self.morse_a <= 0:
-            raise ValueError(f"morse_a must be > 0, got {self.morse_a}")
+        import numpy as np
+
+        for name in ("morse_eps", "morse_r0", "three_body_lambda"):
+            if not np.all(np.isfinite(np.asarray(getattr(self, name), dtype=float))):
+                raise ValueError(f"{name} must be finite, got {getattr(self, name)}")
+        if not np.all(np.asarray(self.morse_r0, dtype=float) > 0):
+            raise ValueError(f"morse_r0 (equilibrium distances) must be > 0, got {self.morse_r0}")
+        if not 0 < self.morse_a < math.inf:
+            raise ValueError(f"morse_a must be finite and > 0, got {self.morse_a}")
         if not 0 < self.switch_on < self.pair_cutoff:
             raise ValueError(
                 f"switch_on must be in (0, pair_cutoff={self.pair_cutoff}), got {self.switch_on}; "
                 "the pair switch runs from switch_on to pair_cutoff"
             )
-        if self.three_body_gamma <= 0 or self.three_body_cutoff <= 0:
-            raise ValueError("three_body_gamma and three_body_cutoff must be > 0")
+        if not (0 < self.three_body_gamma < math.inf and 0 < self.three_body_cutoff < math.inf):
+            raise ValueError(
+                f"three_body_gamma and three_body_cutoff must be finite and > 0, got {self.three_body_gamma}, "
+                f"{self.three_body_cutoff}"
+            )
         if any(lam < 0 for lam in self.three_body_lambda):
             raise ValueError(f"three_body_lambda must be ≥ 0, got {self.three_body_lambda}")
         if len(self.three_body_lambda) != len(self.morse_eps) or len(self.morse_r0) != len(self.morse_eps):
@@ -76,8 +86,13 @@ def _check_structures(species: torch.Tensor, pos: torch.Tensor, n_species: int) 
         raise ValueError(
             f"species must have shape (batch, n_atoms) = {tuple(pos.shape[:2])}, got {tuple(species.shape)}"
         )
+    if species.dtype.is_floating_point or species.dtype.is_complex or species.dtype == torch.bool:
+        raise ValueError(f"species must be an integer (long) tensor of species indices, got dtype {species.dtype}")
     if species.numel() and (int(species.min()) < 0 or int(species.max()) >= n_species):
         raise ValueError(f"species indices must lie in [0, {n_species}), got range [{species.min()}, {species.max()}]")
+    if not bool(torch.isfinite(pos.detach()).all()):
+        bad = (~torch.isfinite(pos.detach())).any(-1).any(-1).nonzero().flatten().tolist()
+        raise ValueError(f"positions contain NaN or inf (structures {bad[:10]}); clean the input coordinates")
 
 
 class ManyBodyPotential(torch.nn.Module):
@@ -98,6 +113,9 @@ class ManyBodyPotential(torch.nn.Module):
         rij = pos[:, None, :, :] - pos[:, :, None, :]  # (B, i, j, 3) = r_j − r_i
         # distances with a safe value on the diagonal so that sqrt has a finite gradient
         d = torch.sqrt((rij**2).sum(-1) + eye.to(pos.dtype))
+        if n > 1 and bool((d.detach() < 1e-8).any()):
+            bad = (d.detach() < 1e-8).any(-1).any(-1).nonzero().flatten().tolist()
+            raise ValueError(f"two atoms share a position in structures {bad[:10]}: the potential is singular there")
         eps = self.eps.to(pos.dtype)[species[:, :, None], species[:, None, :]]
         r0 = self.r0.to(pos.dtype)[species[:, :, None], species[:, None, :]]
         # Morse pair energy V₂(r) = ε[(1 − e^{−a(r − r₀)})² − 1]
@@ -148,6 +166,8 @@ class ForceFieldData:
 
 def random_rotations(n: int, generator: torch.Generator | None = None, dtype=torch.float64) -> torch.Tensor:
     """n Haar-random proper rotation matrices (QR of Gaussian matrices with the sign fix)."""
+    if n < 0:
+        raise ValueError(f"the number of rotations must be ≥ 0, got {n}")
     a = torch.randn(n, 3, 3, generator=generator, dtype=dtype)
     q, r = torch.linalg.qr(a)
     q = q * torch.sign(torch.diagonal(r, dim1=-2, dim2=-1))[:, None, :]
@@ -174,8 +194,12 @@ def sample_clusters(
     """
     if n_structures < 1 or n_atoms < 2:
         raise ValueError(f"need n_structures ≥ 1 and n_atoms ≥ 2, got {n_structures}, {n_atoms}")
-    if temperature <= 0 or step <= 0:
-        raise ValueError("temperature and step must be > 0")
+    if not all(0 < v < math.inf for v in (temperature, step, wall_radius)):
+        raise ValueError(
+            f"temperature, step and wall_radius must be finite and > 0, got {temperature}, {step}, {wall_radius}"
+        )
+    if n_replicas < 1 or stride < 1 or burn_in < 0:
+        raise ValueError(f"need n_replicas ≥ 1, stride ≥ 1 and burn_in ≥ 0, got {n_replicas}, {stride}, {burn_in}")
     gen = torch.Generator().manual_seed(seed)
     k = potential.cfg.n_species
     species = torch.randint(0, k, (n_replicas, n_atoms), generator=gen)

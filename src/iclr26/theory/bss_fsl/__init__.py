@@ -63,15 +63,26 @@ def intrinsic_time(lrs: np.ndarray) -> np.ndarray:
 
 
 def _per_step(batch_sizes, lrs) -> tuple[np.ndarray, np.ndarray]:
-    bs = np.asarray(batch_sizes, dtype=float).ravel()
-    if bs.size == 0:
-        raise ValueError("batch_sizes is empty: give one batch size per SGD step")
+    bs = np.asarray(batch_sizes, dtype=float)
+    if bs.ndim != 1 or bs.size == 0:
+        raise ValueError(f"batch_sizes must be a non-empty 1-D array, one batch size per SGD step; got {bs.shape}")
     if np.any(bs <= 0) or not np.all(np.isfinite(bs)):
         raise ValueError("batch sizes must be finite and > 0")
-    eta = np.broadcast_to(np.asarray(lrs, dtype=float), bs.shape).copy()
+    eta = np.asarray(lrs, dtype=float)
+    if eta.ndim > 1 or (eta.ndim == 1 and eta.size != bs.size):
+        raise ValueError(
+            f"lrs must be one learning rate or one per step: got shape {eta.shape} for {bs.size} steps "
+            "(batch_sizes and lrs must describe the same steps)"
+        )
+    eta = np.broadcast_to(eta, bs.shape).copy()
     if np.any(eta < 0) or not np.all(np.isfinite(eta)):
         raise ValueError("learning rates must be finite and ≥ 0")
     return bs, eta
+
+
+def _check_rate(lr: float, batch_size: float) -> None:
+    if not (0 < lr < np.inf and 0 < batch_size < np.inf):
+        raise ValueError(f"lr and batch_size must be finite and > 0, got lr={lr}, batch_size={batch_size}")
 
 
 class PowerLawTask:
@@ -100,6 +111,7 @@ class PowerLawTask:
 
         Stationary noise needs q(η, B) = Σ_j (η/B) λ_j / (2 − ηλ_j(1 + 1/B)) < 1 (see `stationary_risk`); bisection.
         """
+        _check_rate(1.0, batch_size)
         lo, hi = 0.0, 2.0 / (self.lam[0] * (1 + 1 / batch_size))
         for _ in range(60):
             mid = (lo + hi) / 2
@@ -119,6 +131,8 @@ class PowerLawTask:
     def signal(self, t) -> np.ndarray:
         """S(t) = Σ_j λ_j θ*_j² e^{-2λ_j t}: the gradient-flow (noise-free) risk at intrinsic time t."""
         t = np.atleast_1d(np.asarray(t, dtype=float))
+        if not np.all(np.isfinite(t)) or np.any(t < 0):
+            raise ValueError("intrinsic times t must be finite and ≥ 0 (t = Σ η_k)")
         return np.exp(-2.0 * np.outer(t, self.lam)) @ self.energy
 
     def signal_powerlaw(self, t) -> np.ndarray:
@@ -138,6 +152,7 @@ class PowerLawTask:
         From the fixed point of the diagonal recursion in `exact_risk`:
         m_j [1 − (1−ηλ_j)² − η²λ_j²/B] = (η²/B) λ_j (R∞ + σ²), R∞ = Σ λ_j m_j.
         """
+        _check_rate(lr, batch_size)
         q = self._q(lr, batch_size)
         if q >= 1:
             raise ValueError(
@@ -167,6 +182,8 @@ class PowerLawTask:
         """Monte-Carlo online SGD (fresh Gaussian samples each step); exact excess risk of the iterate every
         `record_every` steps (index k·record_every, plus the final step). Batch sizes must be integers."""
         bs, eta = _per_step(batch_sizes, lrs)
+        if not isinstance(record_every, (int, np.integer)) or record_every < 1:
+            raise ValueError(f"record_every must be an integer ≥ 1, got {record_every!r}")
         if np.any(bs != np.round(bs)):
             raise ValueError("Monte-Carlo SGD needs integer batch sizes")
         sq = np.sqrt(self.lam)
@@ -287,6 +304,17 @@ def fit_fsl(
     curves = list(curves)
     if not curves:
         raise ValueError("fit_fsl needs at least one (batch_sizes, lrs, steps, losses) curve")
+    for i, c in enumerate(curves):
+        if len(c) != 4:
+            raise ValueError(f"curve {i}: expected (batch_sizes, lrs, steps, losses), got {len(c)} items")
+        steps, losses = np.asarray(c[2]), np.asarray(c[3], dtype=float)
+        if steps.ndim != 1 or steps.shape != losses.shape or steps.size == 0:
+            raise ValueError(
+                f"curve {i}: steps and losses must be 1-D of the same non-zero length, got {steps.shape} and "
+                f"{losses.shape}"
+            )
+        if not np.all(np.isfinite(losses)):
+            raise ValueError(f"curve {i}: losses contain NaN or inf; drop those measurements before fitting")
     lo_loss = min(float(np.min(c[3])) for c in curves)
     if lo_loss <= 0:
         raise ValueError("losses must be > 0 for a log-space fit")

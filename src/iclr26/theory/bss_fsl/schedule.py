@@ -121,6 +121,8 @@ class BatchSizeSchedule:
     # --- use ----------------------------------------------------------------------------------------------------
     def batch_size_at(self, fraction: float) -> float:
         """Batch size once a fraction `fraction` of the budget has been consumed."""
+        if not 0 <= fraction <= 1:
+            raise ValueError(f"fraction of the data budget must be in [0, 1], got {fraction}")
         return self.sizes[int(np.searchsorted(self.boundaries, fraction, side="right"))]
 
     def segment_data(self, data_budget: int) -> np.ndarray:
@@ -147,6 +149,8 @@ class BatchSizeSchedule:
         return np.concatenate(out) if out else np.zeros(0, dtype=np.int64)
 
     def __call__(self, samples_seen: int, data_budget: int) -> float:
+        if not data_budget > 0:
+            raise ValueError(f"data_budget must be > 0 samples, got {data_budget}")
         return self.batch_size_at(samples_seen / data_budget)
 
 
@@ -155,10 +159,16 @@ def accumulation_plan(batch_sizes, micro_batch: int) -> list[list[int]]:
 
     Average the micro-batch gradients weighted by their sizes so each step is a mean over its full batch.
     """
-    if micro_batch < 1:
-        raise ValueError(f"micro_batch must be ≥ 1, got {micro_batch}")
+    if not isinstance(micro_batch, (int, np.integer)) or micro_batch < 1:
+        raise ValueError(f"micro_batch must be an integer ≥ 1, got {micro_batch!r}")
+    sizes = np.asarray(batch_sizes, dtype=float)
+    if sizes.ndim != 1 or np.any(sizes < 1) or np.any(sizes != np.round(sizes)):
+        raise ValueError(
+            "batch_sizes must be a 1-D array of integers ≥ 1 (one per optimiser step; e.g. "
+            f"BatchSizeSchedule.steps(D)), got {sizes[:8].tolist()}"
+        )
     plan = []
-    for b in np.asarray(batch_sizes, dtype=np.int64):
+    for b in sizes.astype(np.int64):
         full, rem = divmod(int(b), micro_batch)
         plan.append([micro_batch] * full + ([rem] if rem else []))
     return plan
@@ -188,8 +198,8 @@ def optimal_schedule(
     """
     if not 1 <= b_min <= b_max:
         raise ValueError(f"need 1 ≤ b_min ≤ b_max, got b_min={b_min}, b_max={b_max}")
-    if n_segments < 1:
-        raise ValueError(f"n_segments must be ≥ 1, got {n_segments}")
+    if n_segments < 1 or fixed_point_iters < 1:
+        raise ValueError(f"n_segments and fixed_point_iters must be ≥ 1, got {n_segments}, {fixed_point_iters}")
     data = np.full(n_segments, data_budget / n_segments)
     lo, hi = math.log(b_min), math.log(b_max)
     bounds = [(lo, hi)] * n_segments
@@ -227,8 +237,11 @@ def train_with_batch_schedule(
     """
     from tqdm.auto import tqdm
 
-    sizes = np.asarray(batch_sizes, dtype=np.int64)
+    sizes = np.asarray(batch_sizes)
+    if sizes.ndim != 1 or sizes.size == 0:
+        raise ValueError(f"batch_sizes must be a non-empty 1-D array (one entry per optimiser step), got {sizes.shape}")
     plan = accumulation_plan(sizes, micro_batch or int(sizes.max()))
+    sizes = sizes.astype(np.int64)
     pos = 0
     for k, (b, micro) in enumerate(tqdm(list(zip(sizes, plan)), desc=progress, disable=progress is None, leave=False)):
         optimizer.zero_grad(set_to_none=True)

@@ -156,6 +156,8 @@ def _check_points(Y, labels=None) -> np.ndarray:
 def self_expression(Y, config: ClusterConfig = ClusterConfig()) -> np.ndarray:
     """Coefficients C (n × n, zero diagonal) with y_j ≈ Σ_i C_ij y_i, on unit-normalised points."""
     Y = _check_points(Y)
+    if Y.shape[0] < 2:
+        raise ValueError(f"self-expression needs at least 2 points (each is expressed by the others), got {Y.shape[0]}")
     Yn = Y / np.maximum(np.linalg.norm(Y, axis=1, keepdims=True), 1e-12)
     n = Yn.shape[0]
     G = Yn @ Yn.T
@@ -227,8 +229,10 @@ def subspace_cluster(Y, n_clusters: int, config: ClusterConfig = ClusterConfig()
 def clustering_accuracy(pred, true) -> float:
     """Fraction correct under the best one-to-one matching of predicted to true clusters (Hungarian)."""
     pred, true = np.asarray(pred), np.asarray(true)
-    if pred.shape != true.shape:
-        raise ValueError(f"pred and true must have the same shape, got {pred.shape} and {true.shape}")
+    if pred.ndim != 1 or pred.shape != true.shape or pred.size == 0:
+        raise ValueError(
+            f"pred and true must be non-empty 1-D label arrays of the same shape, got {pred.shape}, {true.shape}"
+        )
     p_ids, p = np.unique(pred, return_inverse=True)
     t_ids, t = np.unique(true, return_inverse=True)
     counts = np.zeros((p_ids.size, t_ids.size))
@@ -241,8 +245,8 @@ def subspace_preserving_error(C, labels) -> float:
     """SPE = mean_j Σ_{i ∉ cluster(j)} |C_ij| / Σ_i |C_ij| (0 = every point expressed by its own cluster only)."""
     C = np.abs(np.asarray(C, dtype=float))
     labels = np.asarray(labels)
-    if C.shape != (labels.size, labels.size):
-        raise ValueError(f"C must be n × n with n = len(labels) = {labels.size}, got {C.shape}")
+    if C.shape != (labels.size, labels.size) or labels.size == 0 or not np.all(np.isfinite(C)):
+        raise ValueError(f"C must be a finite n × n matrix with n = len(labels) = {labels.size} ≥ 1, got {C.shape}")
     wrong = (labels[:, None] != labels[None, :]) * C
     tot = C.sum(axis=0)
     ok = tot > 0
@@ -254,6 +258,8 @@ def subspace_preserving_error(C, labels) -> float:
 def principal_subspace(Yk, r: int) -> np.ndarray:
     """Orthonormal basis (features × r) of the top-r right singular subspace of a cluster block (points × features)."""
     Yk = np.asarray(Yk, dtype=float)
+    if Yk.ndim != 2 or not np.all(np.isfinite(Yk)):
+        raise ValueError(f"a cluster block must be a finite 2-D array (points × features), got shape {Yk.shape}")
     if not 1 <= r <= min(Yk.shape):
         raise ValueError(f"r must be in [1, {min(Yk.shape)}] for a block of shape {Yk.shape}, got {r}")
     return np.linalg.svd(Yk, full_matrices=False)[2][:r].T
@@ -267,13 +273,13 @@ def subspace_affinity(A, B) -> float:
 
 def _dims(labels, dims) -> dict:
     ks = np.unique(labels)
-    if np.isscalar(dims):
-        return {k: int(dims) for k in ks}
-    dims = dict(dims)
+    dims = {k: dims for k in ks} if np.isscalar(dims) else dict(dims)
     missing = [k for k in ks if k not in dims]
     if missing:
         raise ValueError(f"dims has no entry for clusters {missing}")
-    return dims
+    if any(not float(d).is_integer() or d < 1 for d in dims.values()):
+        raise ValueError(f"dims (subspace dimension per cluster) must be integers ≥ 1, got {list(dims.values())}")
+    return {k: int(d) for k, d in dims.items()}
 
 
 def mean_affinity(Y, labels, dims) -> float:
@@ -313,12 +319,18 @@ def wedin_bound(Y_ideal, Y, r: int) -> tuple[float, float, float]:
     γ = σ_r(Y*) − σ_{r+1}(Y*) − 2‖E‖₂ (γ > 0 ⇒ bound < 1).
     """
     Y_ideal, Y = np.asarray(Y_ideal, dtype=float), np.asarray(Y, dtype=float)
-    if Y_ideal.shape != Y.shape:
-        raise ValueError(f"Y_ideal and Y must have the same shape, got {Y_ideal.shape} and {Y.shape}")
+    if Y_ideal.shape != Y.shape or Y.ndim != 2:
+        raise ValueError(f"Y_ideal and Y must be 2-D of the same shape, got {Y_ideal.shape} and {Y.shape}")
+    if not (np.all(np.isfinite(Y_ideal)) and np.all(np.isfinite(Y))):
+        raise ValueError("Y_ideal and Y must be finite (found NaN or inf)")
+    if not 1 <= r <= min(Y.shape):
+        raise ValueError(f"r must be in [1, {min(Y.shape)}] for blocks of shape {Y.shape}, got {r}")
     s = np.linalg.svd(Y_ideal, compute_uv=False)
     s_next = s[r] if r < s.size else 0.0
     gap = s[r - 1] - s_next
-    e = np.linalg.norm(Y - Y_ideal, 2)
+    # the SVD itself perturbs by up to ~ε·max(shape)·σ₁: below that scale the top-r subspace is not determined (e.g.
+    # r beyond the numerical rank), so the perturbation counted is at least this floor
+    e = max(np.linalg.norm(Y - Y_ideal, 2), 8 * np.finfo(float).eps * max(Y.shape) * (s[0] if s.size else 0.0))
     V, Vh = principal_subspace(Y_ideal, r), principal_subspace(Y, r)
     sin = float(np.linalg.norm(Vh - V @ (V.T @ Vh), 2))  # ‖(I − VVᵀ)V̂‖₂ = ‖sin Θ‖₂
     bound = float(min(1.0, e / (gap - e))) if gap > e else 1.0
@@ -335,8 +347,10 @@ def layer_report(X, W, b, labels, dims) -> dict[str, np.ndarray]:
     X = _check_points(X, labels)
     W = np.asarray(W, dtype=float)
     b = np.zeros(W.shape[0]) if b is None else np.asarray(b, dtype=float)
-    if W.shape[1] != X.shape[1] or b.shape != (W.shape[0],):
+    if W.ndim != 2 or W.shape[1] != X.shape[1] or b.shape != (W.shape[0],):
         raise ValueError(f"W must be m × {X.shape[1]} and b of length m; got W {W.shape}, b {b.shape}")
+    if not (np.all(np.isfinite(W)) and np.all(np.isfinite(b))):
+        raise ValueError("W and b must be finite (found NaN or inf)")
     labels = np.asarray(labels)
     dims = _dims(labels, dims)
     extra = int(np.any(b != 0))

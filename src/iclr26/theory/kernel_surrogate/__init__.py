@@ -96,8 +96,10 @@ class _Surrogate:
         if self.n_tasks is None:
             raise RuntimeError(f"{type(self).__name__} is not fitted yet: call .fit(subsets, scores) first")
         S = np.atleast_2d(np.asarray(S, dtype=float))
-        if S.shape[1] != self.n_tasks:
-            raise ValueError(f"subsets must have K={self.n_tasks} columns (tasks), got {S.shape[1]}")
+        if S.ndim != 2 or S.shape[1] != self.n_tasks:
+            raise ValueError(f"subsets must be a 2-D array (n, K={self.n_tasks}) of indicators, got shape {S.shape}")
+        if not np.all(np.isfinite(S)):
+            raise ValueError("subsets contain NaN or inf; give 0/1 task indicators")
         return S
 
 
@@ -161,6 +163,9 @@ class LinearSurrogate(_Surrogate):
 
 def sample_subsets(n_tasks: int, n_subsets: int, p: float = 0.5, seed: int = 0) -> np.ndarray:
     """`n_subsets` distinct random indicator vectors, each task kept with probability p; the empty set is excluded."""
+    for name, v in (("n_tasks", n_tasks), ("n_subsets", n_subsets), ("seed", seed)):
+        if not isinstance(v, (int, np.integer)) or isinstance(v, bool):
+            raise ValueError(f"{name} must be an integer, got {v!r}")
     if n_tasks < 1:
         raise ValueError(f"n_tasks must be >= 1, got {n_tasks}")
     if not 0 < p < 1:
@@ -181,9 +186,26 @@ def sample_subsets(n_tasks: int, n_subsets: int, p: float = 0.5, seed: int = 0) 
 
 def loo_scores(predict: Callable[[np.ndarray], np.ndarray], n_tasks: int) -> np.ndarray:
     """Surrogate LOO attribution â_k = g(1 − e_k) − g(1): change of the predicted score when task k is removed."""
+    _check_n_tasks(n_tasks)
     ones = np.ones((1, n_tasks))
     drop = np.ones((n_tasks, n_tasks)) - np.eye(n_tasks)
-    return np.asarray(predict(drop)).reshape(n_tasks, -1).squeeze(-1) - float(np.asarray(predict(ones)).ravel()[0])
+    return _scores(predict, drop) - float(_scores(predict, ones)[0])
+
+
+def _check_n_tasks(n_tasks) -> None:
+    if not isinstance(n_tasks, (int, np.integer)) or isinstance(n_tasks, bool) or n_tasks < 1:
+        raise ValueError(f"n_tasks must be an integer >= 1, got {n_tasks!r}")
+
+
+def _scores(predict, S: np.ndarray) -> np.ndarray:
+    """predict(S) as one finite score per row of S (a surrogate's prediction, or any callable)."""
+    out = np.asarray(predict(S), dtype=float)
+    if out.size != len(S) or out.ndim > 2:
+        raise ValueError(f"predict must return one score per subset: {len(S)} subsets, got shape {out.shape}")
+    out = out.reshape(len(S))
+    if not np.all(np.isfinite(out)):
+        raise ValueError("predict returned NaN or inf scores")
+    return out
 
 
 def select_subset(
@@ -193,6 +215,7 @@ def select_subset(
 
     size: exact number of tasks to keep (None: any non-empty subset). minimize: lower score is better (a loss).
     """
+    _check_n_tasks(n_tasks)
     if size is not None and not 1 <= size <= n_tasks:
         raise ValueError(f"size must be in [1, K={n_tasks}] or None, got {size}")
     sign = 1.0 if minimize else -1.0
@@ -200,7 +223,7 @@ def select_subset(
         cands = np.array(list(itertools.product((0.0, 1.0), repeat=n_tasks)))[1:]
         if size is not None:
             cands = cands[cands.sum(1) == size]
-        scores = sign * np.asarray(predict(cands)).ravel()
+        scores = sign * _scores(predict, cands)
         return cands[int(np.argmin(scores))]
     chosen = np.zeros(n_tasks)
     best = np.inf
@@ -208,7 +231,7 @@ def select_subset(
         trial = np.repeat(chosen[None], n_tasks, 0)
         free = np.flatnonzero(chosen == 0)
         trial[free, free] = 1.0
-        scores = sign * np.asarray(predict(trial[free])).ravel()
+        scores = sign * _scores(predict, trial[free])
         if size is None and scores.min() >= best:
             break
         best = scores.min()
@@ -224,6 +247,8 @@ def second_order_linear_coefficients(grad: np.ndarray, hess: np.ndarray, p: floa
         raise ValueError(f"hess must be ({grad.size}, {grad.size}) to match grad, got {hess.shape}")
     if not 0 < p < 1:
         raise ValueError(f"p must be in (0, 1), got {p}")
+    if grad.ndim != 1 or not (np.all(np.isfinite(grad)) and np.all(np.isfinite(hess))):
+        raise ValueError(f"grad must be a finite vector and hess a finite matrix, got grad shape {grad.shape}")
     return grad + (p - 1.0) * hess.sum(1) + (0.5 - p) * np.diag(hess)
 
 
@@ -241,10 +266,15 @@ def influence_scores(
 
     if not isinstance(theta, torch.Tensor) or theta.ndim != 1:
         raise ValueError("theta must be a flat (1-D) torch tensor of parameters at the trained optimum")
-    if damping < 0:
-        raise ValueError(f"damping must be >= 0, got {damping}")
+    if not 0 <= damping < np.inf:
+        raise ValueError(f"damping must be finite and >= 0, got {damping}")
     theta = theta.detach()
+    if not bool(torch.isfinite(theta).all()):
+        raise ValueError("theta contains NaN or inf")
+    K = int(task_losses(theta).numel())
     w = None if weights is None else torch.as_tensor(np.asarray(weights, float), dtype=theta.dtype)
+    if w is not None and (w.shape != (K,) or not bool(torch.isfinite(w).all())):
+        raise ValueError(f"weights must be a finite vector with one entry per task (K={K}), got shape {tuple(w.shape)}")
 
     def objective(t):
         total = task_losses(t).sum() if w is None else (w * task_losses(t)).sum()

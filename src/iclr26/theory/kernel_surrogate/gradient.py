@@ -116,6 +116,15 @@ class GradientEstimator:
         ft, Jt = features(X_target)
         self._ft, self._Gt, self._yt = ft, (Jt @ P).numpy(), np.asarray(y_target, float)
 
+    def shuffled(self, seed: int = 0) -> GradientEstimator:
+        """A copy whose projected per-example gradients are permuted across the training examples: the same norms
+        and the same f_θ*(x), but no link between an example and its gradient (a negative control)."""
+        import copy
+
+        junk = copy.copy(self)
+        junk._G = self._G[np.random.default_rng(seed).permutation(len(self._G))]
+        return junk
+
     def solve(self, s) -> np.ndarray:
         """ŵ_s: the d-dimensional fine-tuning of the linearised model on tasks with s_k = 1."""
         s = np.asarray(s)
@@ -159,10 +168,16 @@ def finetune(model, X, y, l2: float, max_iter: int = 500) -> torch.nn.Module:
 
     from torch.nn.utils import parameters_to_vector, vector_to_parameters
 
-    if l2 <= 0:
-        raise ValueError(f"l2 must be > 0, got {l2}")
+    if not 0 < l2 < np.inf:
+        raise ValueError(f"l2 must be finite and > 0, got {l2}")
     if max_iter < 1:
         raise ValueError(f"max_iter must be >= 1, got {max_iter}")
+    if len(np.asarray(X)) != len(np.asarray(y)) or len(np.asarray(X)) == 0:
+        raise ValueError(
+            f"need a non-empty X and one label per input, got {len(np.asarray(X))} and {len(np.asarray(y))}"
+        )
+    if not (np.isfinite(np.asarray(X, float)).all() and np.isfinite(np.asarray(y, float)).all()):
+        raise ValueError("X and y must be finite (found NaN or inf)")
     tuned = copy.deepcopy(model).double()
     params = list(tuned.parameters())
     anchor = parameters_to_vector(params).detach().clone()

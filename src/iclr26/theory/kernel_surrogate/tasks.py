@@ -114,8 +114,10 @@ class WeightedLogistic:
     def __init__(
         self, problem: MultiTaskProblem, n_features: int = 200, lengthscale: float = 0.7, l2: float = 1.0, seed: int = 0
     ):
-        if n_features < 1 or lengthscale <= 0 or l2 <= 0:
-            raise ValueError("n_features must be >= 1, lengthscale > 0 and l2 > 0")
+        if n_features < 1 or not (0 < lengthscale < np.inf and 0 < l2 < np.inf):
+            raise ValueError(
+                f"n_features must be >= 1, lengthscale and l2 finite and > 0, got {n_features}, {lengthscale}, {l2}"
+            )
         rng = np.random.default_rng(seed + 7919)
         self.W = rng.normal(0.0, 1.0 / lengthscale, (2, n_features))
         self.b = rng.uniform(0, 2 * np.pi, n_features)
@@ -137,6 +139,8 @@ class WeightedLogistic:
         s = np.asarray(s, float)
         if s.shape != (self.K,):
             raise ValueError(f"task weights must have shape ({self.K},), got {s.shape}")
+        if not np.all(np.isfinite(s)) or np.any(s < 0):
+            raise ValueError(f"task weights must be finite and ≥ 0 (0 drops a task), got {s.tolist()}")
         w = s[self._task]
         keep = w > 0
         Z, y, w = self._Z[keep], self._y[keep], w[keep]

@@ -77,8 +77,11 @@ class PolicyNewtonConfig:
             raise ValueError(f"PolicyNewtonConfig.n_centre_states must be >= 1, got {self.n_centre_states}")
         if self.norm not in ("rkhs", "euclidean"):
             raise ValueError(f"PolicyNewtonConfig.norm must be 'rkhs' or 'euclidean', got {self.norm!r}")
-        if self.prune_tol < 0 or self.max_centres < 1:
-            raise ValueError("PolicyNewtonConfig.prune_tol must be >= 0 and max_centres >= 1")
+        if not (0 <= self.prune_tol < np.inf) or self.max_centres < 1:
+            raise ValueError(
+                f"PolicyNewtonConfig.prune_tol must be finite and >= 0 and max_centres >= 1, got {self.prune_tol}, "
+                f"{self.max_centres}"
+            )
 
 
 @dataclass(frozen=True)
@@ -104,6 +107,11 @@ class RKHSGradientConfig:
             )
         if not 0 < self.lr_decay <= 1:
             raise ValueError(f"RKHSGradientConfig.lr_decay must be in (0, 1], got {self.lr_decay}")
+        if not (0 <= self.prune_tol < np.inf) or self.max_centres < 1:
+            raise ValueError(
+                f"RKHSGradientConfig.prune_tol must be finite and >= 0 and max_centres >= 1, got {self.prune_tol}, "
+                f"{self.max_centres}"
+            )
 
 
 def _check_batch(trajs: Sequence[Trajectory], weights: Sequence[np.ndarray]) -> None:
@@ -225,19 +233,48 @@ def _noisy(g, H, noise_std: float, rng, noise_map):
     return g, H
 
 
+def _check_exact(x0, iters, noise_std, metric, noise_map, rate_name: str, rate: float) -> np.ndarray:
+    """Arguments of `exact_cubic_newton` / `exact_gradient_ascent`; returns x0 as a float vector."""
+    if not isinstance(iters, (int, np.integer)) or isinstance(iters, bool) or iters < 0:
+        raise ValueError(f"iters must be an integer >= 0, got {iters!r}")
+    if not 0 < rate < np.inf:
+        raise ValueError(f"{rate_name} must be finite and > 0, got {rate}")
+    if not 0 <= noise_std < np.inf:
+        raise ValueError(f"noise_std must be finite and >= 0, got {noise_std}")
+    x0 = np.asarray(x0, float)
+    if x0.ndim != 1 or not np.all(np.isfinite(x0)):
+        raise ValueError(
+            f"x0 must be a finite 1-D vector, got shape {x0.shape}" + ("" if x0.ndim != 1 else " with NaN/inf")
+        )
+    n = x0.size
+    for name, mat in (("metric", metric), ("noise_map", noise_map)):
+        if mat is not None and (np.shape(mat) != (n, n) or not np.all(np.isfinite(mat))):
+            raise ValueError(
+                f"{name} must be a finite ({n}, {n}) matrix for x0 of length {n}, got shape {np.shape(mat)}"
+            )
+    return x0
+
+
 def exact_cubic_newton(
-    f: Callable, x0, M: float, iters: int, metric=None, noise_std: float = 0.0, rng=None, noise_map=None
+    f: Callable,
+    x0,
+    M: float,
+    iters: int,
+    metric=None,
+    noise_std: float = 0.0,
+    rng=None,
+    noise_map=None,
+    use_hessian: bool = True,
 ) -> np.ndarray:
     """Cubic-regularised Newton ascent on a smooth torch function f (exact gradient and Hessian by autograd);
     `metric` N defines ‖Δ‖² = ΔᵀNΔ (for RKHS coefficients: the Gram matrix). Returns the iterates (iters+1, n).
-    ``noise_std > 0`` perturbs both derivatives at every step (see `_noisy`), a stand-in for sampled estimates."""
-    if iters < 0 or not M > 0:
-        raise ValueError(f"iters must be >= 0 and M > 0, got {iters}, {M}")
-    if not noise_std >= 0:
-        raise ValueError(f"noise_std must be >= 0, got {noise_std}")
-    xs = [np.asarray(x0, float)]
+    ``noise_std > 0`` perturbs both derivatives at every step (see `_noisy`), a stand-in for sampled estimates.
+    ``use_hessian=False`` replaces the Hessian by 0 (the cubic-regularised *gradient* step, a control that keeps
+    the step rule and removes the second-order information)."""
+    xs = [_check_exact(x0, iters, noise_std, metric, noise_map, "M", M)]
     for _ in range(iters):
-        g, H = _noisy(*_torch_derivatives(f, xs[-1]), noise_std, rng, noise_map)
+        g, H = _noisy(*_torch_derivatives(f, xs[-1], hessian=use_hessian), noise_std, rng, noise_map)
+        H = H if use_hessian else np.zeros((len(g), len(g)))
         xs.append(xs[-1] + cubic_subproblem(g, H, M, metric).beta)
     return np.stack(xs)
 
@@ -247,11 +284,7 @@ def exact_gradient_ascent(
 ) -> np.ndarray:
     """x ← x + η N⁻¹∇f(x): gradient ascent in the geometry of `metric` (Gram K: the functional gradient in RKHS).
     ``noise_std > 0`` perturbs the gradient at every step (see `_noisy`)."""
-    if iters < 0 or not lr > 0:
-        raise ValueError(f"iters must be >= 0 and lr > 0, got {iters}, {lr}")
-    if not noise_std >= 0:
-        raise ValueError(f"noise_std must be >= 0, got {noise_std}")
-    xs = [np.asarray(x0, float)]
+    xs = [_check_exact(x0, iters, noise_std, metric, noise_map, "lr", lr)]
     for _ in range(iters):
         g, _ = _noisy(*_torch_derivatives(f, xs[-1], hessian=False), noise_std, rng, noise_map)
         xs.append(xs[-1] + lr * (g if metric is None else np.linalg.solve(metric, g)))

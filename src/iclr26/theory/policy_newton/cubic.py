@@ -35,7 +35,13 @@ class CubicSolution:
 
 def cubic_model(beta, b, Q, M, N=None) -> float:
     """m(β) = bᵀβ + ½βᵀQβ − (M/6)‖β‖_N³."""
-    beta = np.asarray(beta, float)
+    beta, b, Q = np.asarray(beta, float), np.asarray(b, float), np.asarray(Q, float)
+    n = beta.size
+    if beta.shape != (n,) or b.shape != (n,) or Q.shape != (n, n) or (N is not None and np.shape(N) != (n, n)):
+        raise ValueError(
+            f"cubic_model needs beta and b of length n and Q (and N) of shape (n, n); got beta {beta.shape}, "
+            f"b {b.shape}, Q {Q.shape}" + ("" if N is None else f", N {np.shape(N)}")
+        )
     nrm2 = beta @ beta if N is None else beta @ N @ beta
     return float(b @ beta + 0.5 * beta @ Q @ beta - M / 6.0 * max(nrm2, 0.0) ** 1.5)
 
@@ -78,8 +84,10 @@ def cubic_subproblem(b, Q, M: float, N=None, rank_tol: float = 1e-10, null_tol: 
     Q = np.asarray(Q, float)
     if b.ndim != 1 or Q.shape != (b.size, b.size):
         raise ValueError(f"b must be a vector and Q a matching square matrix, got shapes {b.shape} and {Q.shape}")
-    if not M > 0:
-        raise ValueError(f"cubic regularisation M must be > 0, got {M}")
+    if not 0 < M < np.inf:
+        raise ValueError(f"cubic regularisation M must be finite and > 0, got {M}")
+    if not (0 <= rank_tol < 1 and 0 <= null_tol < np.inf):
+        raise ValueError(f"rank_tol must be in [0, 1) and null_tol finite and ≥ 0, got {rank_tol}, {null_tol}")
     if not (np.all(np.isfinite(b)) and np.all(np.isfinite(Q))):
         raise ValueError("b and Q must be finite (found NaN or inf); check the gradient/Hessian estimates")
     Q = 0.5 * (Q + Q.T)
@@ -89,6 +97,8 @@ def cubic_subproblem(b, Q, M: float, N=None, rank_tol: float = 1e-10, null_tol: 
     N = np.asarray(N, float)
     if N.shape != Q.shape:
         raise ValueError(f"norm matrix N must be {Q.shape}, got {N.shape}")
+    if not np.all(np.isfinite(N)):
+        raise ValueError("norm matrix N must be finite (found NaN or inf); check the Gram matrix of the centres")
     nu, U = np.linalg.eigh(0.5 * (N + N.T))
     if nu[-1] <= 0:
         raise ValueError("norm matrix N must be positive semi-definite with a non-zero eigenvalue")

@@ -54,6 +54,9 @@ def returns_to_go(rewards: np.ndarray, gamma: float, standardise: bool = True) -
     """Ψ_t = Σ_{t'≥t} γ^{t'−t} r_{t'}; optionally standardised within the trajectory (the authors' runner)."""
     if not 0 <= gamma <= 1:
         raise ValueError(f"gamma must be in [0, 1], got {gamma}")
+    rewards = np.asarray(rewards, float)
+    if rewards.ndim != 1 or not np.all(np.isfinite(rewards)):
+        raise ValueError(f"rewards must be a finite 1-D array (one per step), got shape {rewards.shape}")
     out = np.zeros(len(rewards))
     acc = 0.0
     for t in range(len(rewards) - 1, -1, -1):

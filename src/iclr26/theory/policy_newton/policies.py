@@ -37,7 +37,18 @@ def action_block_features(obs: np.ndarray, n_actions: int) -> np.ndarray:
 
 def rbf_kernel(X: np.ndarray, Y: np.ndarray, gamma: float) -> np.ndarray:
     """k(x, y) = exp(−γ‖x − y‖²)."""
+    if not 0 < gamma < np.inf:
+        raise ValueError(f"kernel gamma must be finite and > 0, got {gamma}")
     return np.exp(-gamma * cdist(X, Y, "sqeuclidean"))
+
+
+def _check_obs(obs, obs_dim: int) -> np.ndarray:
+    obs = np.atleast_2d(np.asarray(obs, float))
+    if obs.ndim != 2 or obs.shape[1] != obs_dim:
+        raise ValueError(f"observations must be 2-D with {obs_dim} columns, got shape {obs.shape}")
+    if not np.all(np.isfinite(obs)):
+        raise ValueError("observations contain NaN or inf; check the environment's output")
+    return obs
 
 
 class RKHSSoftmaxPolicy:
@@ -55,10 +66,7 @@ class RKHSSoftmaxPolicy:
         self._block_psi = self._block_act = None
 
     def features(self, obs) -> np.ndarray:
-        obs = np.atleast_2d(np.asarray(obs, float))
-        if obs.shape[1] != self.obs_dim:
-            raise ValueError(f"observations must have {self.obs_dim} columns, got {obs.shape[1]}")
-        return action_block_features(obs, self.n_actions)
+        return action_block_features(_check_obs(obs, self.obs_dim), self.n_actions)
 
     def kernel_features(self, obs, centres) -> np.ndarray:
         """k(φ(s, a), c_j) for every observation, action and centre: (N, A, n)."""
@@ -68,8 +76,8 @@ class RKHSSoftmaxPolicy:
 
     def h(self, obs) -> np.ndarray:
         """h(φ(s, a)) for every observation and action: (N, A)."""
-        obs = np.atleast_2d(np.asarray(obs, float))
-        F = self.features(obs)  # validates the shape
+        obs = _check_obs(obs, self.obs_dim)
+        F = self.features(obs)
         if len(self.coef) == 0:
             return np.zeros((len(obs), self.n_actions))
         if self._block_psi is None:
@@ -100,12 +108,21 @@ class RKHSSoftmaxPolicy:
         coef = np.asarray(coef, float).ravel()
         if len(centres) != len(coef):
             raise ValueError(f"one coefficient per centre needed, got {len(coef)} for {len(centres)} centres")
+        if centres.ndim != 2 or centres.shape[1] != self.centres.shape[1]:
+            raise ValueError(
+                f"centres must be (n, A·obs_dim) = (n, {self.centres.shape[1]}) state–action features, "
+                f"got {centres.shape}"
+            )
+        if not (np.all(np.isfinite(centres)) and np.all(np.isfinite(coef))):
+            raise ValueError("centres and coefficients must be finite (found NaN or inf); check the update")
         self.centres = np.concatenate([self.centres, centres])
         self.coef = np.concatenate([self.coef, coef])
         self._split_blocks()
 
     def prune(self, tol: float = 1e-3, max_centres: int | None = None) -> None:
         """Drop coefficients with |α| < tol, then keep the `max_centres` largest |α|."""
+        if not 0 <= tol < np.inf or (max_centres is not None and max_centres < 1):
+            raise ValueError(f"prune needs a finite tol >= 0 and max_centres >= 1 (or None), got {tol}, {max_centres}")
         keep = np.abs(self.coef) >= tol
         self.centres, self.coef = self.centres[keep], self.coef[keep]
         if max_centres is not None and len(self.coef) > max_centres:
@@ -124,10 +141,7 @@ class LinearSoftmaxPolicy:
         self.theta = init_scale * np.random.default_rng(seed).normal(size=n_actions * obs_dim)
 
     def features(self, obs) -> np.ndarray:
-        obs = np.atleast_2d(np.asarray(obs, float))
-        if obs.shape[1] != self.obs_dim:
-            raise ValueError(f"observations must have {self.obs_dim} columns, got {obs.shape[1]}")
-        return action_block_features(obs, self.n_actions)
+        return action_block_features(_check_obs(obs, self.obs_dim), self.n_actions)
 
     def probs(self, obs) -> np.ndarray:
         return softmax(self.temperature * self.features(obs) @ self.theta, axis=1)
@@ -144,6 +158,14 @@ def trajectory_derivatives(feats, probs, actions, weights, temperature: float = 
             f"shapes must be feats (T, A, n), probs (T, A), actions (T,), weights (T,); got "
             f"{feats.shape}, {probs.shape}, {actions.shape}, {w.shape}"
         )
+    if T and (actions.min() < 0 or actions.max() >= feats.shape[1]):
+        raise ValueError(f"actions must lie in [0, {feats.shape[1]}) (one column of probs per action), got {actions}")
+    if not (np.all(np.isfinite(feats)) and np.all(np.isfinite(w))):
+        raise ValueError("feats and weights must be finite (found NaN or inf); check the rewards and returns")
+    if np.any(probs < 0) or not np.allclose(probs.sum(1), 1.0, atol=1e-6):
+        raise ValueError("probs must be the policy's action distributions: non-negative rows that sum to 1")
+    if not 0 < temperature < np.inf:
+        raise ValueError(f"temperature must be finite and > 0, got {temperature}")
     tau = temperature
     mean_f = np.einsum("ta,tan->tn", probs, feats)  # E_π f(s_t, ·)
     u = tau * (feats[np.arange(T), actions] - mean_f)  # score vectors u_t

@@ -53,7 +53,7 @@ class TabularMDP:
 
 
 def investment_mdp(n_levels: int = 2, gamma: float = 0.9) -> TabularMDP:
-    if n_levels < 1 or not 0 < gamma < 1:
+    if not isinstance(n_levels, (int, np.integer)) or n_levels < 1 or not 0 < gamma < 1:
         raise ValueError(f"n_levels must be >= 1 and gamma in (0, 1), got {n_levels}, {gamma}")
     S, A = 3 * n_levels, 3
     P, R = np.zeros((S, A, S)), np.zeros((S, A))
@@ -92,8 +92,13 @@ class ExactObjective:
         SA = mdp.n_states * mdp.n_actions
         if gram.shape != (SA, SA):
             raise ValueError(f"gram must be ({SA}, {SA}) for this MDP, got {gram.shape}")
-        if reg < 0 or not temperature > 0:
-            raise ValueError(f"reg must be >= 0 and temperature > 0, got {reg}, {temperature}")
+        if not (0 <= reg < np.inf and 0 < temperature < np.inf):
+            raise ValueError(f"reg must be finite and >= 0 and temperature finite and > 0, got {reg}, {temperature}")
+        if not np.all(np.isfinite(gram)) or np.linalg.matrix_rank(gram) < SA:
+            raise ValueError(
+                "gram must be a finite, invertible Gram matrix of the state–action features (‖h‖²_H = hᵀK⁻¹h); "
+                "use a strictly positive-definite kernel or distinct features"
+            )
         self.mdp, self.tau, self.reg = mdp, temperature, reg
         d = torch.float64
         self.P, self.R = torch.as_tensor(mdp.P, dtype=d), torch.as_tensor(mdp.R, dtype=d)
@@ -101,7 +106,15 @@ class ExactObjective:
         self.K = torch.as_tensor(gram, dtype=d)
         self.K_inv = torch.linalg.inv(self.K)
 
+    def _check(self, x: torch.Tensor, what: str) -> None:
+        SA = self.mdp.n_states * self.mdp.n_actions
+        if x.shape != (SA,):
+            raise ValueError(f"{what} must be a vector of length S·A = {SA}, got shape {tuple(x.shape)}")
+        if not bool(torch.isfinite(x.detach()).all()):
+            raise ValueError(f"{what} contains NaN or inf (a diverged step?)")
+
     def policy(self, h: torch.Tensor) -> torch.Tensor:
+        self._check(h, "h")
         return torch.softmax(self.tau * h.reshape(self.mdp.n_states, self.mdp.n_actions), dim=1)
 
     def value(self, h: torch.Tensor) -> torch.Tensor:
@@ -118,6 +131,7 @@ class ExactObjective:
 
     def of_coefficients(self, beta: torch.Tensor) -> torch.Tensor:
         """J_λ as a function of the RKHS coefficients β, h = Kβ."""
+        self._check(beta, "beta")
         h = self.K @ beta
         return self.value(h) - 0.5 * self.reg * beta @ h
 
