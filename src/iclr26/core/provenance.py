@@ -35,6 +35,8 @@ HARNESS = {
     "iclr26.core.results",
     "iclr26.core.docs",
     "iclr26.core.cache",
+    "iclr26.core.flock",
+    "iclr26.core.cluster",
     "iclr26.core.units",
     "iclr26.core",
 }
