@@ -331,3 +331,55 @@ def test_pretraining_schedule_spans_its_steps_then_holds():
     assert [schedule_epoch(s, budget) for s in (0, 299, 300, 2999)] == [0, 0, 1, 9]
     with pytest.raises(ValueError, match="schedule_steps"):
         PretrainConfig(schedule_steps=0)
+
+
+def test_a_damaged_backbone_unit_is_moved_aside_and_rebuilt(monkeypatch, tmp_path):
+    """Backbone units go through iclr26.core.cache: a content digest beside the file, a truncated unit is moved aside
+    (never unpickled, never half-read) and rebuilt to the same weights."""
+    from iclr26.papers import braingfm as card
+    from iclr26.papers.braingfm import backbones as units
+    from iclr26.science.braingfm import text
+
+    monkeypatch.setattr(units, "encode_text", lambda t: text.encode_text(t, backend="hash"))
+    monkeypatch.setenv("ICLR26_CACHE", str(tmp_path))
+    cfg = card.Cfg(seeds=(0,), n_timepoints=40, n_pretrain=16, n_pretrain_val=8, pretrain_steps=2,
+                   pretrain_batch=8, meta_disorders=("S1",))  # fmt: skip
+    first = units.backbone_unit(cfg, 0, "single")
+    path = units.unit_path(cfg, 0, "single")
+    assert path.with_name(path.name + ".sha256").exists()
+    path.write_bytes(path.read_bytes()[:100])  # a truncated copy
+    again = units.backbone_unit(cfg, 0, "single")
+    assert list(path.parent.glob(path.name + ".corrupt-*"))
+    assert again["steps"] == first["steps"]
+    for k, v in first["state"].items():
+        assert torch.equal(again["state"][k], v), k
+
+
+def test_padding_nodes_do_not_change_the_graph_embedding():
+    """A 16-node graph alone and padded to 20 nodes (as in a mixed-atlas batch) gives the same node states and graph
+    embedding: the padded tokens are masked in attention, the GCN, the prompt and the readout (removing the attention
+    key-padding mask alone changes the output)."""
+    from iclr26.science.braingfm import BrainGFM, BrainGFMConfig, GraphSet, graph_set
+
+    rng = np.random.default_rng(0)
+    gs = graph_set([rng.standard_normal((60, 16)) for _ in range(3)], atlas_id=0, y=[0, 1, 0], n_max=16)
+    padded = GraphSet.cat([gs, graph_set([rng.standard_normal((60, 20))], atlas_id=1, y=[1], n_max=20)])[:3]
+    assert padded.x.shape[1] == 20 and gs.x.shape[1] == 16
+    torch.manual_seed(0)
+    model = BrainGFM(BrainGFMConfig(n_max=20, n_atlases=2, text_dim=8)).eval()
+    text = torch.randn(1, 8)
+    with torch.no_grad():
+        z1, g1, _ = model(gs.x, gs.adj, gs.n, gs.atlas, text)
+        z2, g2, _ = model(padded.x, padded.adj, padded.n, padded.atlas, text)
+    torch.testing.assert_close(g1, g2, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(z1, z2[:, :16], atol=1e-5, rtol=1e-5)
+    # the attention mask is what makes this hold: without it the padded tokens are attended to
+    att = model.att[0]
+    orig = att.forward
+    att.forward = lambda seq, src_key_padding_mask=None, **kw: orig(seq, **kw)
+    try:
+        with torch.no_grad():
+            _, g3, _ = model(padded.x, padded.adj, padded.n, padded.atlas, text)
+    finally:
+        att.forward = orig
+    assert (g3 - g1).abs().max() > 1e-3

@@ -46,3 +46,31 @@ def test_in_a_fresh_process_with_two_workers_no_remote_traceback(tmp_path):
 def test_type_errors_in_set_stay_caught(tmp_path, capsys, text):
     assert main(["run", "bss-fsl", "--scale", "smoke", "--set", f"beta={text}", "--runs", str(tmp_path)]) == 2
     assert "expected a value of type float" in capsys.readouterr().err
+
+
+# a range error that only a method config or the card's own check catches, on several cards (their `checks` module)
+RANGE_ERRORS = [
+    ("bss-fsl", "lr_scale=1000", "lr_scale must be in (0,"),
+    ("cluster-preservation", "digits_dim=99", "digits_dim must be an integer in [1, 63]"),
+    ("efficient-probing", "image_size=4", "image_size must be ≥ 8"),
+    ("kernel-surrogate", "fd_eps=2", "fd_eps must be in (0, 1)"),
+    ("policy-newton-rkhs", "gamma=3", "gamma (the return discount) must be in [0, 1]"),
+    ("dispersion", "n_bins=1", "n_bins must be ≥ 2"),
+]
+
+
+@pytest.mark.parametrize("slug, override, message", RANGE_ERRORS)
+def test_a_range_error_of_a_card_is_one_line_before_any_work(slug, override, message, tmp_path, capsys):
+    runs = tmp_path / "runs"
+    assert main(["run", slug, "--scale", "smoke", "--seeds", "0", "--set", override, "--runs", str(runs)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"iclr26: error: --set {override}: ") and message in err, err
+    assert len(err.splitlines()) == 1, err
+    assert not runs.exists()  # no run folder, no cache, no worker
+
+
+def test_the_checks_module_stays_outside_the_code_fingerprint():
+    from iclr26.core.provenance import source_files
+
+    files = {p.name for p in source_files("iclr26.papers.bss_fsl", "iclr26.papers.bss_fsl.experiment")}
+    assert "experiment.py" in files and "checks.py" not in files

@@ -410,3 +410,71 @@ def test_frozen_focus_is_not_updated_while_glance_learns():
         same_f = all(torch.equal(v, f0[k]) for k, v in focus.state_dict().items())
         assert same_f is (not update)
         assert not all(torch.equal(v, g0[k]) for k, v in glance.state_dict().items())
+
+
+def _grl_reference(logits, old_logits, rewards, eps, beta, floor=0.01, adv_clip=5.0, lo=0.01, hi=5.0):
+    """The official GRL objective written out per element in plain Python floats: PPO's pessimistic min of the
+    unclipped and the clipped surrogate, plus β · k3 estimate of KL(π_old ‖ π_θ) = E[r − log r − 1], r = π_old/π_θ."""
+    import math
+
+    def p1(row):
+        a, b = float(row[0]), float(row[1])
+        return math.exp(b) / (math.exp(a) + math.exp(b))
+
+    p, q = [p1(r) for r in logits], [p1(r) for r in old_logits]
+    rw = [float(r) for r in rewards]
+    n, mean = len(rw), sum(rw) / len(rw)
+    std = max(math.sqrt(sum((r - mean) ** 2 for r in rw) / (n - 1)), floor)
+    surr, kl = [], []
+    for pi, qi, ri in zip(p, q, rw):
+        adv = min(max((ri - mean) / std, -adv_clip), adv_clip)
+        ratio = min(max((pi + 1e-6) / (qi + 1e-6), lo), hi)
+        surr.append(min(ratio * adv, min(max(ratio, 1 - eps), 1 + eps) * adv))
+        k = min(max(qi / (pi + 1e-6), 1e-4), 1e4)
+        kl.append(k - math.log(k + 1e-6) - 1)
+    return -sum(surr) / n + beta * sum(kl) / n, (p, q)
+
+
+@pytest.mark.parametrize("beta", [0.01, 0.5])
+def test_grl_loss_equals_the_written_out_objective_where_clip_min_and_kl_direction_matter(beta):
+    """On a group where the ratio leaves [1 − ε, 1 + ε] with either sign of the advantage and π_θ ≠ π_old, so that
+    PPO's min changed to max, an unclipped surrogate or the KL direction flipped each change the loss."""
+    import math
+
+    from iclr26.science.gf_screen import GRLConfig, grl_loss
+
+    g = torch.Generator().manual_seed(3)
+    logits = torch.randn(16, 2, generator=g) * 1.5
+    old = torch.randn(16, 2, generator=g) * 1.5
+    rewards = torch.tensor([1.0, 0.0, 1.0, 0.0, 0.0, 1.0, 0.0, 0.0, 1.0, 1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0])
+    cfg = GRLConfig(beta=beta)
+    got = float(grl_loss(logits, old, rewards, cfg)[0])
+    want, (p, q) = _grl_reference(logits, old, rewards, cfg.eps, beta)
+    assert abs(got - want) < 1e-5, (got, want)
+    # the terms matter on this group: clipping binds with both signs of the advantage, and π_θ ≠ π_old
+    mean = float(rewards.mean())
+    ratios = [(pi + 1e-6) / (qi + 1e-6) for pi, qi in zip(p, q)]
+    assert any(r > 1 + cfg.eps and float(a) > mean for r, a in zip(ratios, rewards))
+    assert any(r < 1 - cfg.eps and float(a) < mean for r, a in zip(ratios, rewards))
+    flipped_kl = beta * sum((pi / (qi + 1e-6)) - math.log(pi / (qi + 1e-6) + 1e-6) - 1 for pi, qi in zip(p, q)) / 16
+    ref_kl = beta * sum(qi / (pi + 1e-6) - math.log(qi / (pi + 1e-6) + 1e-6) - 1 for pi, qi in zip(p, q)) / 16
+    assert abs(flipped_kl - ref_kl) > 1e-4  # KL(π_θ ‖ π_old) would give another loss
+    std = float(rewards.std())
+    adv = [(float(r) - mean) / std for r in rewards]
+    s_min = [min(r * a, min(max(r, 1 - cfg.eps), 1 + cfg.eps) * a) for r, a in zip(ratios, adv)]
+    s_max = [max(r * a, min(max(r, 1 - cfg.eps), 1 + cfg.eps) * a) for r, a in zip(ratios, adv)]
+    assert abs(sum(s_min) - sum(s_max)) / 16 > 1e-2  # PPO's max instead of min would give another loss
+
+
+@pytest.mark.parametrize("fill", [500.0, -1000.0, float("nan")])
+def test_raw_hu_or_nan_input_is_refused_by_screening(fill):
+    """The models expect a CT windowed to [0, 1]; raw HU values (or NaN) are an error naming the fix, not a result."""
+    from iclr26.science.gf_screen import ScreenConfig, make_focus, make_glance, screen, segment_all
+
+    x = torch.full((1, 1, 16, 16, 16), 0.5)
+    x[0, 0, 3, 3, 3] = fill
+    focus, glance = make_focus("unet", (4, 8)), make_glance((2, 2, 4, 4))
+    with pytest.raises(ValueError, match="windowed to \\[0, 1\\].*world.window"):
+        segment_all(x, focus)
+    with pytest.raises(ValueError, match="windowed to \\[0, 1\\]"):
+        screen(x, focus, glance, ScreenConfig())

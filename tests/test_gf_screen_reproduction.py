@@ -139,3 +139,21 @@ def test_uniform_negative_crops_reach_the_air_around_the_body():
     assert air[0.0] == 0.0 and air[1.0] > 0.2
     with pytest.raises(ValueError, match="uniform_neg"):
         TrainConfig(uniform_neg=1.5)
+
+
+def test_the_operating_point_is_the_lowest_threshold_reaching_the_target_fpr(monkeypatch):
+    """The baseline's second operating point (VERSION 6): the lowest voxel threshold of the odds grid whose validation
+    FPR is at most the target; when none reaches it, the threshold with the lowest FPR (ties: the lower one)."""
+    from iclr26.papers.gf_screen import experiment as ex
+
+    fprs = {}
+
+    def fake(maps, labels, t):
+        fprs[t] = {0.25: 1.0, 0.5: 0.8, 0.75: 0.5, 0.9: 0.25, 27 / 28: 0.1}.get(t, 0.3 if t < 0.99 else 0.2)
+        return {"fpr": fprs[t]}
+
+    monkeypatch.setattr(ex, "_summ", fake)
+    assert ex._fpr_threshold(None, None, 0.3) == (0.9, 0.25)
+    assert ex._fpr_threshold(None, None, 0.5) == (0.75, 0.5)
+    t, fpr = ex._fpr_threshold(None, None, 0.05)  # never reached: the lowest FPR, the lowest threshold with it
+    assert fpr == 0.1 and t == 27 / 28

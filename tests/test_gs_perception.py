@@ -356,3 +356,44 @@ def test_gaussian_scene_3d_renders_its_splats_and_fits():
     assert res.history[-1][1] < res.history[0][1]
     with pytest.raises(ValueError, match="build the scene"):
         fit(seq.frames[:1], losses=("visual",), cfg=FitConfig(iters=1), scene=sc)
+
+
+def test_a_bad_set_is_one_line_naming_the_field_and_writes_no_run_folder(tmp_path, capsys):
+    """The card's `checks.check_config` runs in the driver: one line, exit 2, no run folder."""
+    from iclr26.cli import main
+    from iclr26.papers.gs_perception import CONFIGS
+    from iclr26.papers.gs_perception.checks import check_config
+
+    for cfg in CONFIGS.values():
+        check_config(cfg)  # every shipped scale passes
+    code = main(["run", "gs-perception", "--scale", "smoke", "--set", "det_epochs=0", "--runs", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert code == 2 and err.startswith("iclr26: error: --set det_epochs=0:") and "det_epochs must be an integer ≥ 1" in err, err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    assert not tmp_path.exists() or not any(tmp_path.iterdir())
+
+
+def test_the_perception_control_moves_the_targets_and_keeps_the_loss_scale():
+    """`move_refs` (the control arm): the identity gives the plain L_perc fit bit for bit, moved boxes another fit; a
+    wrong count is a clear error. The moved targets keep the loss active (its gradient is not ~0, as an untrained
+    detector's was)."""
+    from iclr26.papers.gs_perception.experiment import _random_zones
+
+    x = torch.as_tensor(make_sequence(0, 1).frames)
+    det = _firing(CenterNetDetector())
+    cfg = FitConfig(n_gaussians=24, iters=6, tile=8, conf=0.05, coarse_frac=0.0)
+    plain = fit(x, det, ("visual", "perception"), cfg)
+    same = fit(x, det, ("visual", "perception"), cfg, move_refs=lambda boxes: boxes)
+    torch.testing.assert_close(plain.renders, same.renders, atol=0, rtol=0)
+    rng = np.random.default_rng(0)
+    moved = fit(x, det, ("visual", "perception"), cfg, move_refs=lambda bs: [_random_zones(b, 64, 96, rng) for b in bs])
+    assert not torch.equal(plain.renders, moved.renders)
+    perc = PerceptionLoss(det, conf=0.05)
+    refs = perc.reference(x)
+    away = [{**r, "boxes": _random_zones(r["boxes"], 64, 96, np.random.default_rng(1))} for r in refs]
+    img = x.clone().requires_grad_(True)
+    g_true = torch.autograd.grad(perc(torch.nn.functional.avg_pool2d(img, 5, 1, 2), refs), img)[0].norm()
+    g_moved = torch.autograd.grad(perc(torch.nn.functional.avg_pool2d(img, 5, 1, 2), away), img)[0].norm()
+    assert g_moved > 0.1 * g_true > 0
+    with pytest.raises(ValueError, match="move_refs gave frame 0"):
+        fit(x, det, ("visual", "perception"), cfg, move_refs=lambda bs: [b[:0] for b in bs])

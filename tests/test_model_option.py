@@ -68,16 +68,27 @@ def assert_finite(m: dict, keys) -> None:
     assert not bad, f"non-finite metrics: {bad}"
 
 
+LM_CARDS = {"dispersion", "dike", "suit", "restkv", "language-control", "adl", "mindtransformer", "ltpo", "perk"}
+LM_CARDS |= {"boolean-llm", "remix", "temporal-abstention", "autort", "vta", "bed-llm"}
+
+
 def test_cards_that_take_a_model_and_those_that_say_why_not():
     from iclr26.core.registry import reproducible
 
-    lm = {"dispersion", "dike", "suit", "restkv", "language-control", "adl", "mindtransformer"}
-    other = {"bss-fsl", "cluster-preservation", "efficient-probing", "equivariance-scaling", "kernel-surrogate"}
-    other |= {"policy-newton-rkhs"}
     cards = {c.slug: c.module() for c in reproducible()}
-    assert all(cards[s].ACCEPTS_MODEL is True for s in lm)
-    for slug in other:  # no language model to replace: the card says why (the CLI prints it)
-        assert cards[slug].ACCEPTS_MODEL is False and len(cards[slug].MODEL_NOTE) > 20, slug
+    assert {s for s, m in cards.items() if getattr(m, "ACCEPTS_MODEL", False) is True} == LM_CARDS
+    for slug in set(cards) - LM_CARDS:  # no language model to replace, or a reason why not: the CLI prints it
+        assert len(getattr(cards[slug], "MODEL_NOTE", "")) > 20, slug
+
+
+def test_the_readme_lists_exactly_the_cards_that_take_a_model():
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    section = text.split("## Bring your own model", 1)[1].split("\n## ", 1)[0]
+    rows = [line.split("|")[1] for line in section.splitlines() if line.startswith("| ") and "---" not in line][1:]
+    listed = {s.strip() for row in rows for s in row.split(",")}
+    assert listed == LM_CARDS
 
 
 def test_dispersion_real_model_half_on_a_local_model(tmp_path):

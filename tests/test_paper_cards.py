@@ -93,3 +93,16 @@ def test_show_is_fast_for_an_lm_paper(tmp_path):
     assert out.returncode == 0, out.stderr
     assert "Claims:" in out.stdout and out.stdout.startswith("dike:")
     assert seconds < 4.0, f"iclr26 show took {seconds:.2f} s"
+
+
+@pytest.mark.parametrize("slug", CARDS)
+def test_every_paper_claim_names_its_gates_or_why_it_has_none(slug):
+    """A paper claim's verdict is decided only where the testbed can decide it: it `requires` gates (a testbed check,
+    headroom, a control, budget parity, a non-degenerate arm), or it declares `ungated` with the reason (a closed-form
+    identity, a deterministic statement). Every card has at least one gate."""
+    card = _card(slug)
+    bare = [c.id for c in card.CLAIMS if c.role == "claim" and not c.requires and not c.ungated]
+    assert not bare, f"{slug}: paper claims with neither gates nor an `ungated` reason: {bare}"
+    assert any(c.role != "claim" for c in card.CLAIMS), f"{slug}: no gate at all"
+    gated = [c for c in card.CLAIMS if c.role == "claim" and c.requires]
+    assert gated, f"{slug}: every paper claim declares itself ungated; a reproduction needs at least one gated claim"

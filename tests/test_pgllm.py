@@ -292,3 +292,34 @@ def test_likelihood_reader_cached_batches_equal_full_forward():
     cal = rd.proba(prompts[2:3])[0]
     base = rd._raw([free])[0]
     np.testing.assert_allclose(cal, got[2] / base / (got[2] / base).sum(), atol=1e-6)
+
+
+def test_a_bad_set_is_one_line_naming_the_field_and_writes_no_run_folder(tmp_path, capsys):
+    """The card's `checks.check_config` runs in the driver: one line, exit 2, no run folder."""
+    from iclr26.cli import main
+    from iclr26.papers.pgllm import CONFIGS
+    from iclr26.papers.pgllm.checks import check_config
+
+    for cfg in CONFIGS.values():
+        check_config(cfg)  # every shipped scale passes
+    code = main(["run", "pgllm", "--scale", "smoke", "--set", "k_grid=1,500", "--runs", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert code == 2 and err.startswith("iclr26: error: --set k_grid=1,500:") and "k_grid must hold integers K in [1, 54)" in err, err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    assert not tmp_path.exists() or not any(tmp_path.iterdir())
+
+
+def test_knn_vote_is_a_majority_of_self_and_neighbours_by_brute_force():
+    """The encoder's kNN vote (the baseline guidance must beat): each row's class is the most frequent among its own
+    prediction and its graph neighbours' (ties at random), compared with a loop over the dense graph."""
+    from iclr26.papers.pgllm.experiment import knn_vote
+
+    rng = np.random.default_rng(0)
+    feats, pred = rng.normal(size=(40, 5)), rng.integers(0, 4, 40)
+    w = knn_graph(feats, 3)
+    got = knn_vote(pred, w, 4, seed=0)
+    dense = w.toarray() > 0
+    for i in range(40):
+        counts = np.bincount(np.r_[pred[i], pred[dense[i]]], minlength=4)
+        assert counts[got[i]] == counts.max()
+    assert (knn_vote(pred, w * 0, 4) == pred).all()  # no neighbours: the encoder's own argmax

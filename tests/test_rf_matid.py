@@ -48,9 +48,35 @@ def tmm_te(layers, f_ghz, theta_deg):
 @pytest.mark.parametrize("theta", [0.0, 7.0])
 def test_halfspace_equals_fresnel(theta):
     f = frequencies(32)
-    for eps in (2.6, 6.31):
+    for eps in (2.6, 6.31, 4.0 - 1.0j, 6.31 - 0.3j):  # lossless and lossy (ε = ε′ − jε″): a lossy one is not conj
         g = stack_reflection([(np.full(32, eps + 0j), np.inf)], f, theta)
         np.testing.assert_allclose(g, fresnel_te(eps, theta), atol=1e-10)
+        if np.imag(eps):
+            assert np.abs(g - np.conj(fresnel_te(eps, theta))).min() > 0.01  # the term that differs matters
+
+
+def test_a_half_space_behind_a_plate_is_the_limit_of_a_thick_lossy_layer():
+    """A lossy half-space behind a plate equals a very thick layer of the same lossy medium (its back wall's echo
+    has decayed): the half-space load and the line sections use one convention."""
+    f = frequencies(16)
+    plate = (np.full(16, 4.5 - 0.02j), 2e-3)
+    back = np.full(16, 5.0 - 1.5j)
+    g_half = stack_reflection([plate, (back, np.inf)], f, 5.0)
+    g_thick = stack_reflection([plate, (back, 0.5)], f, 5.0)  # 0.5 m of ε″ = 1.5: the back echo is ~e^-200
+    np.testing.assert_allclose(g_half, g_thick, atol=1e-9)
+
+
+def test_view_refuses_frequencies_in_hz_and_an_empty_band():
+    from iclr26.science.rf_matid import view
+
+    f = frequencies(64)
+    h = np.ones((2, 64), complex)
+    with pytest.raises(ValueError, match="must be in GHz.*divide by 1e9"):
+        view(h, f * 1e9, "P2")
+    with pytest.raises(ValueError, match="one frequency per bin"):
+        view(h, f[:10], "P1")
+    with pytest.raises(ValueError, match="keeps no bin"):
+        view(np.ones((2, 8), complex), np.linspace(4.0, 10.0, 8), "P2")
 
 
 @pytest.mark.parametrize("theta", [0.0, 9.0])

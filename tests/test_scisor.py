@@ -302,3 +302,41 @@ def test_fit_early_stops_and_reports_cap():
     falling = iter([5.0 - k for k in range(10)])
     rec = fit(lin, lambda g: lin(torch.ones(1, 2)).sum(), lambda: next(falling), max_steps=6, eval_every=2, patience=3)
     assert rec["capped"] and rec["steps"] == 6 and rec["best_step"] == 6
+
+
+@pytest.mark.parametrize(
+    "variants, message",
+    [([(-1,)], "outside \\[0, 6\\)"), ([(6,)], "outside \\[0, 6\\)"), ([(2, 2)], "names a position twice"),
+     ([tuple(range(6))], "deletes all 6 residues"), ([()], "non-empty tuple of integer positions"),
+     ([(1.5,)], "non-empty tuple of integer positions")],
+)  # fmt: skip
+def test_bad_deletion_variants_are_errors_for_scisor_and_the_baselines(variants, message):
+    """A negative position would wrap around, a duplicate would delete a neighbour: both are errors, not scores."""
+    from iclr26.science.scisor import Denoiser, SCISORConfig, score_deletions
+    from iclr26.science.scisor.baselines import SeqLM
+
+    wt = torch.tensor([0, 1, 2, 3, 4, 5])
+    model = Denoiser(SCISORConfig(d_model=16, n_layers=1, n_heads=2, d_cond=8, t_max=0.5)).eval()
+    with pytest.raises(ValueError, match=message):
+        score_deletions(model, wt, variants)
+    for kind in ("ar", "mlm"):
+        with pytest.raises(ValueError, match=message):
+            SeqLM(kind, d_model=16, n_layers=1).score_deletions(wt, variants)
+
+
+@pytest.mark.parametrize(
+    "x, message",
+    [(torch.tensor([0, 1, 20, 2]), "outside the 20-letter alphabet"), (torch.tensor([0, -1, 2]), "outside the"),
+     (torch.tensor([[0, 1, 2]]), "1-D integer tensor"), (torch.tensor([0.0, 1.0, 2.0]), "1-D integer tensor")],
+)  # fmt: skip
+def test_a_padding_or_special_id_is_not_a_residue(x, message):
+    from iclr26.science.scisor import Denoiser, SCISORConfig, score_deletions, shrink
+    from iclr26.science.scisor.baselines import SeqLM
+
+    model = Denoiser(SCISORConfig(d_model=16, n_layers=1, n_heads=2, d_cond=8, t_max=0.5)).eval()
+    with pytest.raises(ValueError, match=message):
+        shrink(model, x, 1)
+    with pytest.raises(ValueError, match=message):
+        score_deletions(model, x, [(0,)])
+    with pytest.raises(ValueError, match=message):
+        SeqLM("ar", d_model=16, n_layers=1).shrink(x, 1)

@@ -291,3 +291,18 @@ def test_burn_in_cache_is_kept_per_thread_count(tmp_path, monkeypatch):
         torch.set_num_threads(before)
     # one burn-in per thread count, each in its count's folder (core.paths.trained_cache_dir); the rerun at 1 reused
     assert [len(list((tmp_path / f"threads-{n}" / "spwood_burnin").glob("*.pt"))) for n in (1, 2)] == [1, 1]
+
+
+def test_a_bad_set_is_one_line_naming_the_field_and_writes_no_run_folder(tmp_path, capsys):
+    """The card's `checks.check_config` runs in the driver: one line, exit 2, no run folder."""
+    from iclr26.cli import main
+    from iclr26.papers.spwood import CONFIGS
+    from iclr26.papers.spwood.checks import check_config
+
+    for cfg in CONFIGS.values():
+        check_config(cfg)  # every shipped scale passes
+    code = main(["run", "spwood", "--scale", "smoke", "--set", "width=12", "--runs", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert code == 2 and err.startswith("iclr26: error: --set width=12:") and "width must be a positive multiple of 8" in err, err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    assert not tmp_path.exists() or not any(tmp_path.iterdir())

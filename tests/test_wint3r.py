@@ -376,3 +376,18 @@ def test_arm_units_are_the_training_and_an_idle_worker_trains_a_later_seeds(tmp_
     fresh = units.new_model(cfg, 2, "nowindow").state_dict()
     assert any(not torch.equal(unit["state"][k], fresh[k]) for k in fresh)  # training moved it
     assert direct.cfg.window == 1 and units.new_model(cfg, 2, "nooverlap").cfg.stride == 4  # the arms' switches
+
+
+def test_a_bad_set_is_one_line_naming_the_field_and_writes_no_run_folder(tmp_path, capsys):
+    """The card's `checks.check_config` runs in the driver: one line, exit 2, no run folder."""
+    from iclr26.cli import main
+    from iclr26.papers.wint3r import CONFIGS
+    from iclr26.papers.wint3r.checks import check_config
+
+    for cfg in CONFIGS.values():
+        check_config(cfg)  # every shipped scale passes
+    code = main(["run", "wint3r", "--scale", "smoke", "--set", "dim=18", "--runs", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert code == 2 and err.startswith("iclr26: error: --set dim=18:") and "dim (18) must be divisible by heads" in err, err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    assert not tmp_path.exists() or not any(tmp_path.iterdir())

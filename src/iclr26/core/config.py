@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
+import importlib
+import importlib.util
 import json
 import math
 import typing
@@ -73,11 +75,27 @@ def _shown(overrides: dict[str, str]) -> str:
     return " ".join(f"{k}={v}" for k, v in overrides.items())
 
 
+def _checks_module_hook(experiment):
+    """``check_config`` of the paper package's ``checks`` module, when it has one. A check kept there is not imported
+    by the experiment, so it stays outside the run's code fingerprint: a check that only refuses bad configs before a
+    run starts cannot change what a finished run measured."""
+    package = (
+        experiment.__name__.rpartition(".")[0] if experiment.__name__.endswith(".experiment") else experiment.__name__
+    )
+    try:
+        if not package or importlib.util.find_spec(package + ".checks") is None:
+            return None
+    except (ModuleNotFoundError, ValueError):  # a module outside any package (a test's fake paper)
+        return None
+    return getattr(importlib.import_module(package + ".checks"), "check_config", None)
+
+
 def check_config(experiment, cfg, overrides: dict[str, str], where: str) -> None:
     """Build and validate every method config the run will build from ``cfg``, in the driver, before any worker, model
-    load or cache build starts: ``experiment.check_config(cfg)`` (each reproduction's experiment module defines it;
-    it constructs its method configs, whose ``__post_init__`` checks the ranges). A failure is a one-line error."""
-    check = getattr(experiment, "check_config", None)
+    load or cache build starts: ``check_config(cfg)`` of the experiment module or of the paper package's ``checks``
+    module (it constructs the method configs, whose ``__post_init__`` checks the ranges, and checks the card's own
+    fields). A failure is a one-line error."""
+    check = getattr(experiment, "check_config", None) or _checks_module_hook(experiment)
     if check is None:
         return
     try:

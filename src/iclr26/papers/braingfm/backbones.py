@@ -15,14 +15,13 @@ import copy
 import functools
 import hashlib
 import json
-import os
 from pathlib import Path
 
 import numpy as np
 import torch
-from filelock import FileLock, Timeout
 
 from iclr26.core.paths import trained_cache_dir
+from iclr26.core.units import cached_unit
 from iclr26.science.braingfm import BrainGFM, BrainGFMConfig, GraphSet, PretrainConfig, encode_text, graph_set, pretrain
 from iclr26.science.braingfm.world import BrainWorld
 
@@ -103,38 +102,24 @@ def unit_path(cfg: Cfg, seed: int, name: str) -> Path:
     return trained_cache_dir() / "braingfm" / f"s{seed}-{name}-{hashlib.sha1(spec.encode()).hexdigest()[:12]}.pt"
 
 
-def _build(cfg: Cfg, seed: int, name: str, path: Path) -> None:
+def _build(cfg: Cfg, seed: int, name: str) -> dict:
     _, data, corpora, vals = world_and_corpora(cfg, seed)
     corpus = "single" if name == "single" else "multi"
     bb = copy.deepcopy(initial_backbone(cfg, seed, len(data.names)))
     pcfg = PretrainConfig(mode=variants(cfg)[name], max_steps=cfg.pretrain_steps, batch=cfg.pretrain_batch,
                           schedule_steps=min(cfg.pretrain_schedule_steps, cfg.pretrain_steps))  # fmt: skip
     info = pretrain(bb, corpora[corpus], vals[corpus], encode_text([PRETRAIN_TEXT]), pcfg, seed=seed)
-    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-    torch.save({"state": bb.state_dict(), "steps": info["steps"], "best_val": info["best_val"],
-                "graphs": len(corpora[corpus])}, tmp)  # fmt: skip
-    os.replace(tmp, path)  # atomic: a crash leaves no half-written unit
+    return {"state": bb.state_dict(), "steps": info["steps"], "best_val": info["best_val"],
+            "graphs": len(corpora[corpus])}  # fmt: skip
 
 
 def backbone_unit(cfg: Cfg, seed: int, name: str, wait: bool = True, log=None) -> dict | None:
     """The pre-trained backbone ``name`` of ``seed`` ({"state", "steps", "best_val", "graphs"}), built under a file
-    lock on first use. ``wait=False``: build it only if no other process is building it (else return None)."""
-    path = unit_path(cfg, seed, name)
-    if not path.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        lock = FileLock(str(path.with_suffix(".lock")))
-        try:
-            lock.acquire(timeout=-1 if wait else 0)
-        except Timeout:
-            return None
-        try:
-            if not path.exists():
-                if log is not None:
-                    log(f"pre-training backbone {name} of seed {seed} (cached at {path.name})")
-                _build(cfg, seed, name, path)
-        finally:
-            lock.release()
-    return torch.load(path, weights_only=True)
+    lock on first use and stored through ``iclr26.core.cache`` (atomic write, content digest verified when read, a
+    damaged unit moved aside and rebuilt; loaded with ``weights_only=True``). ``wait=False``: build it only if no
+    other process is building it (else return None)."""
+    return cached_unit(unit_path(cfg, seed, name), lambda: _build(cfg, seed, name),
+                       f"pre-trained backbone {name} of seed {seed}", wait=wait, log=log)  # fmt: skip
 
 
 def backbones(cfg: Cfg, seed: int, log=None) -> dict[str, dict]:

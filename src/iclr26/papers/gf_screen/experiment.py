@@ -51,6 +51,7 @@ FG_ODDS = (1 / 3, 1, 3, 9, 27, 81)  # Focus voxel threshold t through its odds t
 GLANCE_INV_ODDS = (1 / 9, 1 / 3, 1, 3, 9)  # Glance threshold t through (1 − t)/t: 0.9 … 0.1 (ties → higher t)
 KINDS = {"f1": "f1", "fpr": "fpr", "dice": "dice", "sens": "sensitivity", "recall": "lesion_recall",
          "fp": "fp_per_scan"}  # fmt: skip
+OP_KINDS = ("fpr", "fp", "sens", "f1")  # reported at the operating point of the target FPR too (`*_op`)
 _SHARED: dict = {}
 
 
@@ -131,6 +132,21 @@ def _tune_fg(maps, labels) -> float:
     return res.best / (1 + res.best)
 
 
+def _fpr_threshold(maps, labels, target: float) -> tuple[float, float]:
+    """The baseline's operating point at a target FPR: the lowest voxel threshold on the odds grid (extended by ×3 up
+    to odds 3^10) whose validation FPR is at most ``target``; if none reaches it, the one with the lowest FPR (ties →
+    the lower threshold). Returns (threshold, its validation FPR)."""
+    best = None
+    for odds in (*FG_ODDS, *(81 * 3.0**k for k in range(1, 7))):
+        t = odds / (1 + odds)
+        fpr = _summ(maps, labels, t)["fpr"]
+        if fpr <= target:
+            return t, fpr
+        if best is None or fpr < best[1]:
+            best = (t, fpr)
+    return best
+
+
 def _shared(cfg: Cfg, log) -> dict:
     """Data, Focus models, validation windows and voxel thresholds of one config (built once per process)."""
     k = json.dumps(dataclasses.asdict(dataclasses.replace(cfg, seeds=())), sort_keys=True)
@@ -149,6 +165,7 @@ def _shared(cfg: Cfg, log) -> dict:
     windows, has, _ = tile_windows(va_im, va_lab, scfg)
     out = dict(tr=(tr_im, tr_lab), va=(va_im, va_lab), focus=focus, ctrl=ctrl, val=val, windows=windows, has=has,
                fg_t=_tune_fg(maps, va_lab), ctrl_t=_tune_fg(ctrl_maps, va_lab),
+               fg_op=_fpr_threshold(maps, va_lab, cfg.target_fpr),
                f_best=f_hist["best_step"][0], c_best=c_hist["best_step"][0])  # fmt: skip
     log(f"Focus voxel threshold {out['fg_t']:.3f} (control {out['ctrl_t']:.3f}); Focus best step {out['f_best']}, "
         f"control {out['c_best']}")  # fmt: skip
@@ -188,7 +205,8 @@ def _run(cfg: Cfg, seed: int, ctx) -> dict[str, float]:
     sh = _shared(cfg, ctx.log)
     focus, scfg, fg_t = sh["focus"], _screen_cfg(cfg), sh["fg_t"]
     m: dict[str, float] = {"fg_thresh": fg_t, "fg_thresh_ctrl": sh["ctrl_t"], "focus_best_step": sh["f_best"],
-                           "ctrl_best_step": sh["c_best"]}  # fmt: skip
+                           "ctrl_best_step": sh["c_best"], "fg_thresh_op": sh["fg_op"][0],
+                           "val_fpr_op": sh["fg_op"][1]}  # fmt: skip
     # Glance models: one stream, one early-stopping rule (validation window AUROC), best weights kept
     specs = _glances(cfg, seed)
     gcfg = dataclasses.replace(
@@ -218,8 +236,11 @@ def _run(cfg: Cfg, seed: int, ctx) -> dict[str, float]:
     sel["random"] = [np.isin(np.arange(len(c.slices)), rng.choice(len(c.slices), int(s.sum()), replace=False))
                      for c, s in zip(caches, sel["gf"])]  # fmt: skip
     for name, s in sel.items():
-        res = _summ([aggregate(c, si) for c, si in zip(caches, s)], te_lab, fg_t)
+        maps = [aggregate(c, si) for c, si in zip(caches, s)]
+        res = _summ(maps, te_lab, fg_t)
         m.update({f"{k}_{name}": res[v] for k, v in KINDS.items()})
+        op = _summ(maps, te_lab, sh["fg_op"][0])  # the baseline's operating point at the target FPR, same selection
+        m.update({f"{k}_{name}_op": op[KINDS[k]] for k in OP_KINDS})
         m[f"ratio_{name}"] = float(np.mean([si.mean() for si in s]))
     res = _summ([segment_all(x, sh["ctrl"], scfg).numpy() for x in xs], te_lab, sh["ctrl_t"])
     m.update({f"{k}_ctrl": res[v] for k, v in KINDS.items()}, ratio_ctrl=1.0)

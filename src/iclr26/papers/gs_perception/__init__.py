@@ -15,8 +15,9 @@ static background,
 moving objects); a guidance detector (CenterNet-style, stride 4) and an unseen detector built differently (YOLO-style
 grid, stride 8, GroupNorm/SiLU, other training data), both trained here with early stopping and cached. A pure-torch
 2D Gaussian splatting fit per clip at a fixed splat budget (static + dynamic splats), arms: visual loss only,
-+ perception, + visibility, + both, and two controls: + perception with an untrained detector of the guidance
-architecture, and + visibility on zones of the same sizes at random places. Metrics against each detector's
++ perception, + visibility, + both, and two controls: + perception with the trained guidance detector's reference
+detections moved to random places (same sizes and classes), and + visibility on zones of the same sizes at random
+places. Metrics against each detector's
 detections on the original frames: mAP@[.5:.95], mean IoU, misses per frame; global SSIM / PSNR and object-zone SSIM.
 Loss weights tuned once on validation clips by one rule (the paper's constrained objective, Eq. 3): maximise the
 guidance detector's validation mAP subject to a global-SSIM drop ≤ 1 % against the visual-only fit (penalty 10 per
@@ -28,7 +29,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from iclr26.core.claims import Check, Claim
+from iclr26.core.claims import Check, Claim, fails
 
 
 @dataclass(frozen=True)
@@ -97,7 +98,9 @@ CONFIGS = {
         det_epochs=30,
     ),  # fmt: skip
 }
-VERSION = 3  # 3: detectors initialised from their own seeds and built under a lock (with two workers each process
+VERSION = 4  # 4: the perception control keeps the trained detector and moves its reference detections to random
+# places (the untrained detector's gradient was ~1e-4 of the trained one's: a control that could not pass);
+# 3: detectors initialised from their own seeds and built under a lock (with two workers each process
 # had built its own from its first seed's random state), trained until early stopping (cap 40; was 10, which bound
 # both); the λ tuning shared on disk
 EXPECTED_SECONDS = {"smoke": 25, "quick": 480, "full": 14400}  # cached detectors (first quick: +~150 s)
@@ -109,26 +112,61 @@ DETS = ("guide", "unseen")
 PAPER = "S3Gaussian, Waymo, YOLOv8 guidance"
 
 
+MARGIN = 0.01  # the smallest mAP gain that counts (the paper's gains are 0.04-0.12)
+
+
 def _gain(arm: str) -> tuple[Check, ...]:
     return (
-        Check(f"map_{arm}_guide", ">", "map_visual_guide"),
+        Check(f"map_{arm}_guide", ">", "map_visual_guide", margin=MARGIN),
         Check(f"iou_{arm}_guide", ">", "iou_visual_guide"),
-        Check(f"map_{arm}_unseen", ">", "map_visual_unseen"),
+        Check(f"map_{arm}_unseen", ">", "map_visual_unseen", margin=MARGIN),
         Check(f"iou_{arm}_unseen", ">", "iou_visual_unseen"),
     )
+
+
+def _no_gain(arm: str) -> tuple[Check, ...]:
+    """The negative-control form of the claims' mAP checks: the control arm is shown not to gain MARGIN."""
+    return tuple(fails(Check(f"map_{arm}_{d}", ">", f"map_visual_{d}", margin=MARGIN)) for d in DETS)
 
 
 CLAIMS = [
     Claim(
         "testbed",
-        "The testbed can do the task and leaves something to fix: both detectors find the true objects on original "
-        "frames, and the visual-only fit at the budget loses part of the guidance detector's detections",
-        checks=(
-            Check("recall_guide", ">", 0.85),
-            Check("recall_unseen", ">", 0.8),
-            Check("map_visual_guide", "<", 0.9),
-        ),  # fmt: skip
+        "The testbed can do the task: both detectors find the true objects on original frames",
+        checks=(Check("recall_guide", ">", 0.85), Check("recall_unseen", ">", 0.8)),
         paper="existing methods: SSIM 0.92-0.97 but YOLOv8 mAP 0.45-0.58, up to 1.5 misses (preliminary study)",
+        role="testbed",
+    ),
+    Claim(
+        "headroom",
+        "The visual-only fit at the splat budget leaves something to fix: it loses part of the guidance detector's "
+        "detections (mAP against the detections on the originals below 0.9)",
+        checks=(Check("map_visual_guide", "<", 0.9),),
+        role="headroom",
+    ),
+    Claim(
+        "control-perception",
+        "Junk targets of the same gradient scale do not gain: L_perc of the trained guidance detector with its "
+        "reference detections moved to random places (same sizes, classes, weight) does not raise either detector's "
+        "mAP by the claims' margin",
+        checks=_no_gain("ctrl"),
+        paper="(our control; not in the paper)",
+        role="negative control",
+    ),
+    Claim(
+        "control-visibility",
+        "Zones without objects do not gain: L_obj-vis on zones of the same sizes at random places (same weight) does "
+        "not raise either detector's mAP by the claims' margin",
+        checks=_no_gain("visrand"),
+        paper="(our control; not in the paper)",
+        role="negative control",
+    ),
+    Claim(
+        "changes-detections",
+        "The perception-aware terms change what the detector sees: + both moves the guidance detector's mAP by more "
+        "than the margin (so an unchanged SSIM is not the SSIM of a no-op)",
+        checks=(Check("map_both_guide", ">", "map_visual_guide", margin=MARGIN),),
+        role="non-degenerate",
     ),
     Claim(
         "perception",
@@ -136,18 +174,21 @@ CLAIMS = [
         "and for the unseen detector",
         checks=_gain("perc"),
         paper=f"mAP 0.550 -> 0.593, mean IoU 0.803 -> 0.840 ({PAPER}); Faster R-CNN mAP 0.171 -> 0.229 (unseen)",
+        requires=("testbed", "headroom", "control-perception"),
     ),
     Claim(
         "visibility",
         "+ L_obj-vis raises detection consistency (mAP, mean IoU) for the guidance and the unseen detector",
         checks=_gain("vis"),
         paper=f"mAP 0.550 -> 0.672, mean IoU 0.803 -> 0.862 ({PAPER}); Faster R-CNN mAP 0.171 -> 0.271",
+        requires=("testbed", "headroom", "control-visibility"),
     ),
     Claim(
         "both",
         "+ both raises detection consistency for both detectors and lowers the guidance detector's misses",
         checks=(*_gain("both"), Check("miss_both_guide", "<", "miss_visual_guide")),
         paper=f"mAP 0.550 -> 0.700, IoU 0.872, misses 1.5 -> 0.0 ({PAPER}); RT-DETR mAP 0.494 -> 0.610",
+        requires=("testbed", "headroom", "control-perception", "control-visibility"),
     ),
     Claim(
         "ssim-kept",
@@ -158,26 +199,16 @@ CLAIMS = [
             Check("ssim_drop_both", "<", 0.01),
         ),  # fmt: skip
         paper="SSIM 0.924 -> 0.920 / 0.937 / 0.941 (S3Gaussian); within about 1 % in every base",
-    ),
-    Claim(
-        "control-perception",
-        "The perception gain needs a trained detector: + L_perc with an untrained detector of the same architecture "
-        "(same weight) is below + L_perc with the trained one on the guidance detector's mAP",
-        checks=(Check("map_perc_guide", ">", "map_ctrl_guide"),),
-        paper="(our control; not in the paper)",
-    ),
-    Claim(
-        "control-visibility",
-        "The visibility gain needs the object zones: L_obj-vis on zones of the same sizes at random places (same "
-        "weight) is below L_obj-vis on the detected boxes, for both detectors' mAP",
-        checks=(Check("map_vis_guide", ">", "map_visrand_guide"), Check("map_vis_unseen", ">", "map_visrand_unseen")),
-        paper="(our control; not in the paper)",
+        note="the λ tuning bounds the SSIM drop on the validation clips, so this checks that the bound holds on test",
+        requires=("changes-detections",),
     ),
     Claim(
         "cost",
         "L_perc costs extra time (a detector forward and backward per step); L_obj-vis is nearly free (< 1.25×)",
         checks=(Check("time_ratio_perc", ">", 1.0), Check("time_ratio_vis", "<", 1.25)),
         paper="training 204.4 min -> 232.2 (L_perc) / 205.4 (L_obj-vis), RTX A5000",
+        ungated="a wall-clock measurement of the same fits with and without a loss term: it compares no quality that "
+        "a testbed could fail to show, and a skipped L_perc would fail its first check",
     ),
 ]
 

@@ -11,7 +11,7 @@ import kornia
 import numpy as np
 import torch
 
-from iclr26.core.locks import cached_json, file_lock
+from iclr26.core.cache import cached_json, cached_tensors
 from iclr26.core.paths import trained_cache_dir
 from iclr26.core.threads import run_threads
 from iclr26.core.tuning import tune_on_grid
@@ -64,28 +64,29 @@ def _key(cfg: Cfg, *names) -> str:
 
 def _detectors(cfg: Cfg, log):
     """Guidance and unseen detectors, trained once per configuration from their own seeds (initialisation included,
-    so every worker process builds the same weights), under a file lock and cached in memory and on disk."""
+    so every worker process builds the same weights), under a file lock and cached in memory and on disk
+    (`iclr26.core.cache`: atomic, digest-checked when read)."""
     key = _key(cfg, "world", "height", "width", "n_det_train", "n_det_val", "det_epochs")
     if key in _CACHE:
         return _CACHE[key]
     out = {}
     for name, cls, data_seed in (("guide", CenterNetDetector, 11), ("unseen", GridDetector, 22)):
         path = trained_cache_dir() / "gs_perception" / f"{name}-{key}.pt"
-        with file_lock(path.with_suffix(".lock"), f"the gs-perception {name} detector"), torch.random.fork_rng([]):
-            torch.manual_seed(data_seed)  # the initial weights: not the calling seed's random stream
-            det = cls()
-            if path.exists():
-                det.load_state_dict(torch.load(path, weights_only=True))
-                det.eval()
-            else:
+
+        def build(cls=cls, data_seed=data_seed, name=name) -> dict:
+            with torch.random.fork_rng([]):
+                torch.manual_seed(data_seed)  # the initial weights: not the calling seed's random stream
+                det = cls()
                 tr = make_frames(cfg, data_seed, cfg.n_det_train)
                 va = make_frames(cfg, data_seed + 1, cfg.n_det_val)
                 info = train_detector(det, tr, va, epochs=cfg.det_epochs, seed=data_seed)
-                log(f"{name} detector ({cls.__name__}): {info['epochs']} epochs, val loss {info['val_loss']:.3f}")
-                tmp = path.with_name(path.name + ".tmp")
-                torch.save(det.state_dict(), tmp)
-                tmp.replace(path)  # atomic
-        out[name] = det
+            log(f"{name} detector ({cls.__name__}): {info['epochs']} epochs, val loss {info['val_loss']:.3f}")
+            return det.state_dict()
+
+        with torch.random.fork_rng([]):
+            det = cls()
+        det.load_state_dict(cached_tensors(path, f"the gs-perception {name} detector", build))
+        out[name] = det.eval()
     _CACHE[key] = out
     return out
 
@@ -134,17 +135,24 @@ def _scene(clip, fcfg: FitConfig):
     return GaussianScene3D.from_sequence(clip, fcfg.n_gaussians, fcfg.dynamic_frac, fcfg.seed)
 
 
-def _fit_arm(clips, arm, dets, fcfg, ctrl_det=None, seed: int = 0):
-    det = ctrl_det if arm == "ctrl" else dets["guide"]
-    if arm == "ctrl":  # the untrained detector's strongest peaks (up to 20 per frame) as pseudo-labels: loss active
-        fcfg = dataclasses.replace(fcfg, conf=0.0)
-    zones = [None] * len(clips)
-    if arm == "visrand":  # control: L_obj-vis on zones of the same sizes at random places (no object knowledge)
+def _fit_arm(clips, arm, dets, fcfg, seed: int = 0):
+    """One arm's fits. Controls: "ctrl" = L_perc of the trained guidance detector with its reference detections moved
+    to random places (same sizes, classes and weight: the loss's gradient scale, the wrong targets); "visrand" =
+    L_obj-vis on zones of the same sizes at random places (no object knowledge)."""
+    h, w = clips[0].frames.shape[2:]
+    zones, move = [None] * len(clips), None
+    if arm == "visrand":
         rng = np.random.default_rng(20_000 + seed)
-        h, w = clips[0].frames.shape[2:]
         zones = [[_random_zones(d["boxes"], h, w, rng) for d in detect(dets["guide"], c.frames, fcfg.conf)]
                  for c in clips]  # fmt: skip
-    res = [fit(c.frames, det, ARM_LOSSES[arm], fcfg, boxes=z, scene=_scene(c, fcfg)) for c, z in zip(clips, zones)]
+    if arm == "ctrl":
+        rng = np.random.default_rng(30_000 + seed)
+
+        def move(boxes):
+            return [_random_zones(b, h, w, rng) for b in boxes]
+
+    res = [fit(c.frames, dets["guide"], ARM_LOSSES[arm], fcfg, boxes=z, scene=_scene(c, fcfg), move_refs=move)
+           for c, z in zip(clips, zones)]  # fmt: skip
     return [r.renders for r in res], sum(r.seconds for r in res)
 
 
@@ -204,13 +212,11 @@ def _run(cfg: Cfg, seed: int, ctx) -> dict[str, float]:
                                          for bb, ll in zip(b, lab)], d)  # fmt: skip
     lam_p, lam_o, _ = _tune(cfg, dets, ctx.log)
     m["lambda_perc"], m["lambda_obj"] = lam_p, lam_o
-    torch.manual_seed(10_000 + seed)
-    ctrl = CenterNetDetector().eval()  # control: the guidance architecture, untrained (random initialisation)
     clips = [make_sequence(cfg, 1000 * seed + i) for i in range(cfg.n_clips)]
     renders = {}
     for arm in ARMS:
         fcfg = _fit_cfg(cfg, seed, lambda_perc=lam_p, lambda_obj=lam_o)
-        renders[arm], sec = _fit_arm(clips, arm, dets, fcfg, ctrl, seed)
+        renders[arm], sec = _fit_arm(clips, arm, dets, fcfg, seed)
         m.update(_evaluate(clips, renders[arm], dets, arm))
         m[f"sec_{arm}"] = sec
         ctx.log(f"seed {seed} {arm:6s}: mAP guide {m[f'map_{arm}_guide']:.3f} unseen {m[f'map_{arm}_unseen']:.3f}, "

@@ -35,6 +35,10 @@ from iclr26.core.claims import Check, Claim, fails
 
 VERSION = 3
 ACCEPTS_MODEL = False
+MODEL_NOTE = (
+    "its agents are simulated backbones with known skills and costs in a symbolic agent-system world; no language "
+    "model runs"
+)
 EXPECTED_SECONDS = {"smoke": 30, "quick": 450, "full": 3000}  # quick: wall with ICLR26_JOBS=2 on 2 cores
 
 

@@ -86,6 +86,13 @@ ARM_SPEC = {  # arm: (guidance, propagation, graph)
 }
 
 
+def knn_vote(pred, w, n_classes: int, seed: int = 0) -> np.ndarray:
+    """Each sample's class by majority over its own predicted class and those of its graph neighbours (the rows of
+    ``w``, unweighted), ties broken at random: the encoder's own kNN classifier, a baseline for guidance."""
+    onehot = np.eye(n_classes)[np.asarray(pred)]
+    return argmax_random_ties(onehot + (w > 0).astype(float) @ onehot, seed)
+
+
 def _tune(val: _Set, arm: str, metric: int, cfg: Cfg) -> tuple[int, float]:
     """K and α of an arm by the validation metric (0 accuracy, 1 AUROC): K by `tune_on_grid`, each K scored with its
     own best α (α/(1-α) by `tune_on_grid` on a log grid; α = 0.5 when the arm does not propagate)."""
@@ -143,6 +150,13 @@ def _run(cfg: Cfg, seed: int, ctx) -> dict[str, float]:
         p = np.exp(z - z.max(1, keepdims=True))
         msp.append(ood_metrics((p / p.sum(1, keepdims=True)).max(1), np.isin(yt, ids))[0])
     m["msp_auroc"] = float(np.mean(msp))
+    # what the testbed itself supplies (the captioner's class word comes from this encoder): its argmax and a kNN vote
+    # of it over the same feature graph, K tuned on validation like every arm's
+    pred_v, pred_t = predict_logits(enc, xv).argmax(1), logits.argmax(1)
+    r = tune_on_grid(lambda k: (float((knn_vote(pred_v, knn_graph(fv, int(k)), nc, seed) == yv).mean()), None),
+                     cfg.k_grid, lower=1, integer=True)  # fmt: skip
+    m["k_enc_knn"] = float(r.best)
+    m["acc_enc_knn"] = float((knn_vote(pred_t, knn_graph(ft, int(r.best)), nc, seed) == yt).mean())
 
     # every arm tuned on validation (recognition by accuracy, OOD by AUROC), then measured on test
     chosen = {}

@@ -50,7 +50,7 @@ def tuning_indices(dist, cfg: Cfg, seed: int):
     return tr, va, np.flatnonzero(np.isin(dist, held))
 
 
-def _tune(name, x, y, f, dist, cfg: Cfg, seed: int, ctx) -> float:
+def _tune(name, x, y, f, dist, cfg: Cfg, seed: int, ctx, label: str = "") -> float:
     """One rule for every model (`iclr26.core.tuning.tune_on_grid`): the learning rate with the best accuracy on
     held-out *training* distances of S2-mod1 (`tuning_indices`); a geometric grid extended past any edge pick. A net's
     OneCycle max_lr must stay below 1 (a candidate at or above it scores -inf)."""
@@ -64,7 +64,7 @@ def _tune(name, x, y, f, dist, cfg: Cfg, seed: int, ctx) -> float:
         return float((_predict(_fit(name, x, y, f, tr, va, lr, cfg, seed), x[tv]) == y[tv]).mean()), None
 
     res = tune_on_grid(evaluate, cfg.gb_lr_grid if name == "gb" else cfg.net_lr_grid, max_extensions=4)
-    ctx.log(f"seed {seed} {name}: lr grid {[f'{v:g}:{res.scores[v]:.3f}' for v in res.grid]} -> {res.best:g}"
+    ctx.log(f"seed {seed} {label or name}: lr grid {[f'{v:g}:{res.scores[v]:.3f}' for v in res.grid]} -> {res.best:g}"
             + (" (still an edge)" if res.at_edge else ""))  # fmt: skip
     return res.best
 
@@ -85,11 +85,16 @@ def _run(cfg: Cfg, seed: int, ctx) -> dict[str, float]:
     x, f = view(ds.H, ds.f_ghz, "P1")
     y, n_cls = ds.label, len(ds.class_names)
 
+    xt = view(ds.H, ds.f_ghz, "P1", kind="time")[0] if "cnn" in cfg.models else None  # the time-domain view
     t1 = time.time()
     if cfg.tune:
         lrs = {name: _tune(name, x, y, f, ds.distance_mm, cfg, seed, ctx) for name in cfg.models}
+        if xt is not None:  # the time-domain CNN gets its own learning rate by the same rule
+            lrs["cnn_time"] = _tune("cnn", xt, y, f, ds.distance_mm, cfg, seed, ctx, label="cnn (time view)")
     else:  # the values the same rule chose on the tuning lab (`tune.py`, seed 100; Cfg.lr_*)
         lrs = {name: getattr(cfg, f"lr_{name}") for name in cfg.models}
+        if xt is not None:
+            lrs["cnn_time"] = cfg.lr_cnn_time
     m["tune_seconds"] = time.time() - t1
     m.update({f"lr_{k}": v for k, v in lrs.items()})
 
@@ -125,10 +130,9 @@ def _run(cfg: Cfg, seed: int, ctx) -> dict[str, float]:
     legal = [m["band_p1_acc"] - m[f"band_{p.lower()}_acc"] for p in ("P4", "P5") if p in cfg.band_protocols]
     m["band_p1_minus_p45_max"] = max(legal) if legal else float("nan")
 
-    # the time-domain view (control representation), the same CNN and rule
+    # the time-domain view (the comparison representation): the same CNN, at its own learning rate by the same rule
     if "cnn" in cfg.models:
-        xt, _ = view(ds.H, ds.f_ghz, "P1", kind="time")
-        m["s1_time_acc"] = accuracy_any(_fit("cnn", xt, y, f, tr, va, lrs["cnn"], cfg, seed, n_cls), xt[te], y[te])
+        m["s1_time_acc"] = accuracy_any(_fit("cnn", xt, y, f, tr, va, lrs["cnn_time"], cfg, seed, n_cls), xt[te], y[te])
         m["s1_freq_minus_time"] = m["s1_acc_cnn"] - m["s1_time_acc"]
         # shuffled-label control: training and validation labels permuted
         ys = y.copy()

@@ -10,7 +10,7 @@ import time
 import numpy as np
 import torch
 
-from iclr26.core.locks import file_lock
+from iclr26.core.cache import cached_tensors
 from iclr26.core.paths import trained_cache_dir
 from iclr26.vision.spwood import (
     SPWOODConfig,
@@ -107,8 +107,8 @@ def _digest(*arrays) -> str:
 def cached_burn_in(X, insts, lab, val, c: SPWOODConfig, seed: int, ctx=None, tag: str = "") -> dict:
     """The converged supervised burn-in (`train_spwood`'s phase 1) for these data, labels and burn-in settings, on
     disk under ``trained_cache_dir()/spwood_burnin`` (keyed by a digest of the images, labels and `burn_in_key`; the
-    folder by torch's thread count), so that arms sharing a burn-in (supervised-only, semi, PWOOD-like, plain-focal
-    SPWOOD) and later runs reuse it."""
+    folder by torch's thread count; written and verified by `iclr26.core.cache`), so that arms sharing a burn-in
+    (supervised-only, semi, PWOOD-like, plain-focal SPWOOD) and later runs reuse it."""
     blob = json.dumps(
         {
             "v": 3,
@@ -120,18 +120,16 @@ def cached_burn_in(X, insts, lab, val, c: SPWOODConfig, seed: int, ctx=None, tag
         }
     )
     path = trained_cache_dir() / "spwood_burnin" / f"{hashlib.sha1(blob.encode()).hexdigest()[:16]}.pt"
-    with file_lock(path.with_suffix(".lock"), f"the SPWOOD burn-in {tag}", quiet=True):
-        if path.exists():
-            return torch.load(path, weights_only=True)
+
+    def build() -> dict:
         t = time.time()
         _, info = train_spwood(X, insts, lab, val, NC, dataclasses.replace(c, filter="none"), seed=seed)
         init = info["burn_in"]
         if ctx is not None:
             ctx.log(f"burn-in {tag}: val {init['val']:.3f} after {init['steps']} steps ({time.time() - t:.0f} s)")
-        tmp = path.with_suffix(".tmp")
-        torch.save({**init, "key": list(init["key"])}, tmp)
-        tmp.replace(path)
-        return init
+        return {**init, "key": list(init["key"])}
+
+    return cached_tensors(path, f"the SPWOOD burn-in {tag}", build, quiet=True)
 
 
 def run(cfg: Cfg, seed: int, ctx) -> dict[str, float]:

@@ -114,13 +114,19 @@ CLAIMS = [
     Claim(
         "testbed",
         "The testbed can do the task: the full model beats a trivial predictor (constant pose, mean point map) in "
-        "Chamfer, ATE and pose AUC@30 by a clear margin",
-        checks=(
-            Check("chamfer_gain_trivial", ">", 0.2),
-            Check("ate_full", "<", "ate_trivial"),
-            Check("auc30_full", ">", "auc30_trivial", margin=0.1),
-        ),
+        "Chamfer and ATE by a clear margin",
+        checks=(Check("chamfer_gain_trivial", ">", 0.2), Check("ate_full", "<", "ate_trivial")),
         paper="(our check)",
+        role="testbed",
+    ),
+    Claim(
+        "pose-learned",
+        "The model learns pose here: the full model's AUC@30 beats the trivial predictor (constant pose, forward "
+        "drift) by 0.1",
+        checks=(Check("auc30_full", ">", "auc30_trivial", margin=0.1),),
+        paper="(our check)",
+        note="the world points are placed by the predicted poses, so the Chamfer comparisons rest on it too",
+        role="testbed",
     ),
     Claim(
         "window",
@@ -128,6 +134,7 @@ CLAIMS = [
         "(state only, frame by frame) and below no overlap (stride = w)",
         checks=(Check("chamfer_full", "<", "chamfer_nowindow"), Check("chamfer_full", "<", "chamfer_nooverlap")),
         paper="Table 5: removing the window or the overlap worsens Chamfer on 7-Scenes / NRGBD (full: 0.034 / 0.085)",
+        requires=("testbed", "pose-learned"),
     ),
     Claim(
         "pool",
@@ -139,6 +146,7 @@ CLAIMS = [
             Check("auc30_full", ">", "auc30_nopool"),
         ),
         paper="Table 6: removing the pool strongly degrades RRA / RTA / AUC",
+        requires=("testbed", "pose-learned"),
     ),
     Claim(
         "speed",
@@ -146,6 +154,7 @@ CLAIMS = [
         "no-pool arms'",
         checks=(Check("fps_ratio_window", ">", 0.667), Check("fps_ratio_pool", ">", 0.667)),
         paper="17.2 FPS on KITTI, the fastest online method (no per-ablation FPS reported)",
+        requires=("testbed", "pose-learned"),
     ),
 ]
 

@@ -105,6 +105,19 @@ class LisaConfig(TrainingArguments):
             )
 
 
+def _local(trainer: Trainer, model):
+    """The bare model under `accelerate launch`: the gradients here are taken with `torch.autograd.grad`, which DDP's
+    all-reduce hooks never see, so they are averaged over the processes explicitly (`_mean_over_processes`)."""
+    return trainer.accelerator.unwrap_model(model)
+
+
+def _mean_over_processes(trainer: Trainer, grads: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """Average a gradient over the processes (DDP's rule) so that every rank takes the same step; a no-op alone."""
+    if trainer.accelerator.num_processes == 1:
+        return grads
+    return {k: trainer.accelerator.reduce(v.contiguous(), reduction="mean") for k, v in grads.items()}
+
+
 class _AuxTrainer(Trainer):
     """A Trainer that also cycles through a second data set (harmful data, or alignment data for Lisa)."""
 
@@ -117,7 +130,8 @@ class _AuxTrainer(Trainer):
         super().__init__(*args, **kwargs)
         if not isinstance(self.data_collator, PairedCollator):
             raise ValueError("pass data_collator=PairedCollator(tokenizer.pad_token_id)")
-        gen = torch.Generator().manual_seed(self.args.seed)
+        # each process its own aux stream under `accelerate launch` (process 0 keeps the single-process one)
+        gen = torch.Generator().manual_seed(self.args.seed + self.accelerator.process_index)
         self._aux = DataLoader(
             aux_dataset,
             batch_size=self.args.per_device_train_batch_size,
@@ -141,11 +155,12 @@ class BoosterAlignmentTrainer(_AuxTrainer):
         super().__init__(*args, aux_dataset=harmful_dataset, **kwargs)
 
     def training_step(self, model, inputs, num_items_in_batch=None):
+        model = _local(self, model)
         model.train()
         align, _, _ = split_views(self._prepare_inputs(inputs))
         harm, _, _ = split_views(self._next_aux())
         g, info = booster_gradient(model, align, harm, self.args.lam, self.args.alpha)
-        apply(model, g)
+        apply(model, _mean_over_processes(self, g))
         self.history.append(info)
         return torch.tensor(info["align_loss"] + self.args.lam * (info["harmful_loss"] - info["perturbed_loss"]))
 
@@ -158,6 +173,7 @@ class AntibodyAlignmentTrainer(_AuxTrainer):
         self.ema = EMA(self.args.ema_momentum)
 
     def training_step(self, model, inputs, num_items_in_batch=None):
+        model = _local(self, model)
         model.train()
         align, _, _ = split_views(self._prepare_inputs(inputs))
         harm, refusal, _ = split_views(self._next_aux())
@@ -165,7 +181,7 @@ class AntibodyAlignmentTrainer(_AuxTrainer):
             raise ValueError("harmful features need 'refusal_ids' when lambda2 > 0")
         a = self.args
         g, info = antibody_alignment_gradient(model, align, harm, refusal, self.ema, a.eta_lambda, a.lambda2, a.alpha)
-        apply(model, g)
+        apply(model, _mean_over_processes(self, g))  # λ_t stays per process (from its own batch's gradient)
         self.history.append(info)
         return torch.tensor(info["align_loss"] + info["lambda_t"] * (info["harmful_loss"] - info["perturbed_loss"]))
 
@@ -179,6 +195,7 @@ class WeightedSFTTrainer(Trainer):
         self._gen = torch.Generator().manual_seed(self.args.seed)
 
     def training_step(self, model, inputs, num_items_in_batch=None):
+        model = _local(self, model)
         model.train()  # the official code scores in train mode under no_grad
         main, refusal, flags = split_views(self._prepare_inputs(inputs))
         if refusal is None:
@@ -187,7 +204,7 @@ class WeightedSFTTrainer(Trainer):
         if self.args.random_weights:
             w = w[torch.randperm(len(w), generator=self._gen)]
         g, info = weighted_finetune_gradient(model, main, w)
-        apply(model, g)
+        apply(model, _mean_over_processes(self, g))
         self.history.append({"weights": w.tolist(), "scores": d.tolist(), **info} | (
             {"is_harmful": flags.tolist()} if flags is not None else {}))  # fmt: skip
         return torch.tensor(info["loss"])
@@ -199,6 +216,7 @@ class LisaTrainer(_AuxTrainer):
         self.lisa = None
 
     def training_step(self, model, inputs, num_items_in_batch=None):
+        model = _local(self, model)
         model.train()
         if self.lisa is None:
             warm = int(self.args.proximal_warmup * self.state.max_steps)
@@ -208,6 +226,6 @@ class LisaTrainer(_AuxTrainer):
         batch = self._next_aux() if status == Lisa.ALIGN else self._prepare_inputs(inputs)
         main, _, _ = split_views(batch)
         g = self.lisa.gradient(model, main)
-        apply(model, g)
+        apply(model, _mean_over_processes(self, g))
         self.history.append({"status": status})
         return torch.tensor(0.0)

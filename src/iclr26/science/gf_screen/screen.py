@@ -16,6 +16,7 @@ and Glance scores once, and ``aggregate`` rebuilds the screened map for any sele
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -48,6 +49,10 @@ class ScreenConfig:
 def _check_image(image: torch.Tensor) -> None:
     if not isinstance(image, torch.Tensor) or image.dim() != 5 or image.shape[:2] != (1, 1):
         raise ValueError(f"image must be a torch tensor [1, 1, X, Y, Z], got {getattr(image, 'shape', type(image))}")
+    lo, hi = float(image.min()), float(image.max())
+    if not (math.isfinite(lo) and math.isfinite(hi)) or lo < -1e-3 or hi > 1 + 1e-3:
+        raise ValueError(f"image must be a CT windowed to [0, 1] (values {lo:.4g} to {hi:.4g}): raw HU values are "
+                         "not accepted; window it first, e.g. iclr26.science.gf_screen.world.window(hu)")  # fmt: skip
 
 
 def glance_scores(glance: torch.nn.Module, windows: torch.Tensor) -> torch.Tensor:

@@ -102,7 +102,15 @@ def view(H: np.ndarray, f_ghz: np.ndarray, protocol: str = "P1", kind: str = "du
     """Model input [n, N', C] under a protocol: 'dual_channel' (whitened Re, Im), 'time' (time-domain amplitude)."""
     if protocol not in PROTOCOLS:
         raise ValueError(f"unknown protocol {protocol!r}; expected one of {sorted(PROTOCOLS)}")
+    f_ghz = np.asarray(f_ghz, float)
+    if f_ghz.ndim != 1 or len(f_ghz) != np.shape(H)[-1]:
+        raise ValueError(f"view: f_ghz must hold one frequency per bin of H ({np.shape(H)[-1]}), got {f_ghz.shape}")
+    if not (np.isfinite(f_ghz).all() and f_ghz.min() >= 1.0 and f_ghz.max() <= 100.0):
+        raise ValueError(f"view: f_ghz must be in GHz (the sweep is 4–43.5 GHz), got {f_ghz.min():.4g}–"
+                         f"{f_ghz.max():.4g}; frequencies in Hz: divide by 1e9")  # fmt: skip
     m = PROTOCOLS[protocol].mask(f_ghz)
+    if not m.any():
+        raise ValueError(f"view: protocol {protocol} keeps no bin of the sweep {f_ghz.min():.4g}–{f_ghz.max():.4g} GHz")
     if kind == "dual_channel":
         return complex_whiten(H[:, m]), f_ghz[m]
     if kind == "time":

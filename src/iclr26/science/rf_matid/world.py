@@ -123,9 +123,12 @@ def stack_reflection(layers, f_ghz: np.ndarray, theta_deg: float = 0.0) -> np.nd
     for eps, t in layers:
         med = Freespace(freq, ep_r=np.broadcast_to(eps - s2, f_ghz.shape).astype(complex), z0_port=z_air)
         if np.isinf(t):
-            # semi-infinite medium: a matched load of the medium, seen from the air reference
-            load = Freespace(freq, ep_r=np.broadcast_to(eps - s2, f_ghz.shape).astype(complex)).match()
-            load.renormalize(z_air)
+            # semi-infinite medium: a load of the medium's (complex) TE wave impedance, seen from the air reference.
+            # Written out: scikit-rf's `match()` of a lossy medium renormalised with power waves is matched to the
+            # conjugate impedance, which would return conj(Fresnel)
+            z_med = np.asarray(med.z0, complex)
+            gl = ((z_med - z_air) / (z_med + z_air))[:, None, None]
+            load = rf.Network(frequency=freq, s=gl, z0=z_air)
             return load.s[:, 0, 0] if ntw is None else (ntw**load).s[:, 0, 0]
         sec = med.line(t, unit="m")
         ntw = sec if ntw is None else ntw**sec

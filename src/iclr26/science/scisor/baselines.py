@@ -17,6 +17,8 @@ from collections.abc import Callable
 import torch
 from torch import nn
 
+from .inputs import check_sequence, check_variants
+
 
 class SeqLM(nn.Module):
     """Tiny transformer over amino-acid ids 0..vocab-1 plus BOS, EOS, MASK and PAD tokens."""
@@ -88,13 +90,16 @@ class SeqLM(nn.Module):
     @torch.no_grad()
     def score_deletions(self, wt: torch.Tensor, variants: list[tuple[int, ...]]) -> torch.Tensor:
         """Likelihood-ratio score of each deletion variant (higher = better tolerated)."""
-        muts = [wt[[i for i in range(len(wt)) if i not in set(v)]] for v in variants]
+        check_sequence(wt, self.vocab, "the wild type")
+        check_variants(variants, len(wt))
+        muts = [wt[[i for i in range(len(wt)) if i not in {int(j) for j in v}]] for v in variants]
         f = self.log_prob if self.kind == "ar" else self.pll
         return f(muts) - f([wt])[0]
 
     @torch.no_grad()
     def shrink(self, x: torch.Tensor, n_delete: int) -> tuple[torch.Tensor, torch.Tensor]:
         """Greedy shrink (AR: best log p after the deletion; MLM: delete the lowest masked log-probability)."""
+        check_sequence(x, self.vocab)
         if not 0 <= n_delete < len(x):
             raise ValueError(f"n_delete must be in [0, {len(x)}); got {n_delete!r}")
         kept = torch.arange(len(x))

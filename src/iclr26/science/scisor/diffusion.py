@@ -23,6 +23,7 @@ import torch
 from torch import nn
 
 from .alignments import log_deletion_target
+from .inputs import check_sequence, check_variants
 
 
 @dataclass
@@ -224,6 +225,7 @@ def shrink(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Shrink a sequence by deleting n_delete letters one at a time, each drawn from q_θ(· | X, S) with S the number
     of deletions still to make (code `shrink_sequence`); argmax when temperature = 0. Returns (short, kept indices)."""
+    check_sequence(x, model.cfg.vocab)
     if not 0 <= n_delete < len(x):
         raise ValueError(f"n_delete must be in [0, {len(x)}); got {n_delete!r}")
     kept = torch.arange(len(x))
@@ -244,8 +246,10 @@ def score_deletions(model: Denoiser, wt: torch.Tensor, variants: list[tuple[int,
     """Deletion-effect score of each variant (a tuple of deleted wild-type positions); higher = better tolerated.
     Single deletion i: log q_θ(i | X_wt, M=1). Several: delete them left to right with M = |D|, ..., 1 and sum the
     log-probabilities (the exact score is not stated in the paper's retrieved text; the dossier's reasoned choice)."""
+    check_sequence(wt, model.cfg.vocab, "the wild type")
+    check_variants(variants, len(wt))
     scores = torch.zeros(len(variants))
-    states = [(wt, list(sorted(v))) for v in variants]
+    states = [(wt, sorted(int(i) for i in v)) for v in variants]
     cache: dict[tuple, torch.Tensor] = {}
     while any(rem for _, rem in states):
         todo = [k for k, (_, rem) in enumerate(states) if rem]

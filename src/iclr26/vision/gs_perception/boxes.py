@@ -13,6 +13,7 @@ R(x) (0 when unmatched), and the number of misses (reference detections without 
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 import torch
@@ -120,6 +121,12 @@ def consistency(ref: list[dict], rec: list[dict], miss_iou: float = 0.5) -> dict
         raise ValueError(f"consistency: {len(ref)} reference frames but {len(rec)} reconstructed frames")
     ious = [match(r, d) for r, d in zip(ref, rec)]
     flat = np.concatenate(ious) if ious else np.zeros(0)
+    if not len(flat):
+        warnings.warn(
+            f"consistency: the detector found no object on any of the {len(ref)} original frames, so mAP and mean IoU "
+            "are undefined (NaN); an untrained detector or a confidence threshold above its scores does this",
+            stacklevel=2,
+        )
     return {
         "map": mean_ap(ref, rec),
         "iou": float(flat.mean()) if len(flat) else float("nan"),

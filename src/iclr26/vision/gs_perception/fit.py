@@ -73,13 +73,31 @@ class FitResult:
     history: list = field(default_factory=list)  # (step, total loss)
 
 
+def _moved_refs(refs, move_refs) -> list:
+    if refs is None or not all(isinstance(r, dict) for r in refs):
+        raise ValueError("fit: move_refs needs the perception loss with a detector that has `decode` / `assigned`")
+    ref_boxes = move_refs([r["boxes"] for r in refs])
+    if len(ref_boxes) != len(refs):
+        raise ValueError(f"fit: move_refs returned {len(ref_boxes)} box lists for {len(refs)} frames")
+    out = []
+    for k, (r, b) in enumerate(zip(refs, ref_boxes)):
+        b = torch.as_tensor(b, dtype=torch.float32).reshape(-1, 4)
+        if len(b) != len(r["boxes"]):
+            raise ValueError(f"fit: move_refs gave frame {k} {len(b)} boxes, the reference has {len(r['boxes'])}")
+        out.append({**r, "boxes": b})
+    return out
+
+
 def fit(frames, detector=None, losses=("visual",), cfg: FitConfig | None = None, boxes: list | None = None,
-        progress: bool = False, scene=None) -> FitResult:  # fmt: skip
+        progress: bool = False, scene=None, move_refs=None) -> FitResult:  # fmt: skip
     """Fit a `GaussianScene` of ``cfg.n_gaussians`` splats to ``frames`` (F, 3, H, W) in [0, 1].
 
     ``losses``: any of "visual", "perception", "visibility". "perception" needs ``detector``; "visibility" needs
     ``detector`` or ``boxes`` (per frame (n, 4) boxes of the object zones). ``scene``: a ready scene to fit instead
-    of the 2D one (e.g. `GaussianScene3D.from_sequence(seq, n)` for posed 3D clips; it has its own budget)."""
+    of the 2D one (e.g. `GaussianScene3D.from_sequence(seq, n)` for posed 3D clips; it has its own budget).
+    ``move_refs``: a function of the per-frame boxes of L_perc's reference detections returning per-frame boxes of the
+    same counts that replace them (their class probabilities are kept): a control that keeps the trained detector's
+    gradient scale but puts its targets at the wrong places."""
     cfg = cfg or FitConfig()
     unknown = set(losses) - set(LOSSES)
     if unknown or not losses:
@@ -93,6 +111,8 @@ def fit(frames, detector=None, losses=("visual",), cfg: FitConfig | None = None,
     if "visibility" in losses and boxes is None and not perc.dense:
         raise ValueError("fit: the visibility loss needs boxes= (per-frame zones) when the detector has no `decode`")
     refs = perc.reference(x) if perc is not None and "perception" in losses else None  # offline, once
+    if move_refs is not None:
+        refs = _moved_refs(refs, move_refs)
     if "visibility" in losses and boxes is None:  # M(x): P(x)'s boxes, offline
         with torch.no_grad():
             boxes = [d["boxes"] for d in perc.det.decode(perc.det(x.clamp(0, 1)), cfg.conf)]
