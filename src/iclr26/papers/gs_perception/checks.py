@@ -13,8 +13,9 @@ from . import Cfg
 
 def check_config(cfg: Cfg) -> None:
     """Build every FitConfig of the tuning grids and the arms from `cfg` and check the card's own fields."""
-    for name, lo in (("n_frames", 1), ("n_clips", 1), ("n_val_clips", 1), ("n_gaussians", 1), ("iters", 1),
-                     ("n_det_train", 1), ("n_det_val", 1), ("det_epochs", 1), ("n_eval", 1), ("max_ext", 0)):  # fmt: skip
+    bounds = {"n_frames": 1, "n_clips": 1, "n_val_clips": 1, "n_gaussians": 1, "iters": 1, "n_det_train": 1,
+              "n_det_val": 1, "det_epochs": 1, "n_eval": 1, "max_ext": 0}  # fmt: skip
+    for name, lo in bounds.items():
         v = getattr(cfg, name)
         if not (isinstance(v, int) and not isinstance(v, bool) and v >= lo):
             raise ValueError(f"{name} must be an integer ≥ {lo}, got {v!r}")

@@ -224,7 +224,7 @@ METRICS = {
     "caption_acc": "share of test captions whose class word (or its synonym) is the true class",
     "graph_purity": "share of the test kNN graph's edges (K = 3, cosine) joining same-class shapes",
     "rand_purity": "same for the random graph with the same out-degree (control)",
-    "acc_enc_knn": "kNN vote of the encoder's argmax over the test feature graph (self + K neighbours, K on validation)",
+    "acc_enc_knn": "kNN vote of the encoder's argmax over the test graph (self + K neighbours; K on validation)",
     "k_enc_knn": "K chosen for the encoder's kNN vote on validation accuracy",
     "msp_auroc": "reference OOD baseline: max softmax over ID classes of the encoder's logits, AUROC (mean of splits)",
     "gain_full": "acc_both - acc_iso on the full test support (hard scores)",

@@ -85,9 +85,21 @@ def _intersection_area(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     return torch.where(n >= 3, area.abs(), torch.zeros_like(area))
 
 
+def as_rboxes(boxes, what: str = "boxes") -> torch.Tensor:
+    """``boxes`` as an (N, 5) tensor of rotated boxes (cx, cy, w, h, θ); any other last axis is an error (never a
+    silent re-cut of (N, 4) boxes into 5 columns). An empty input gives (0, 5)."""
+    b = torch.as_tensor(boxes)
+    if b.numel() == 0:
+        return b.reshape(0, 5)
+    if b.ndim < 1 or b.shape[-1] != 5:
+        raise ValueError(f"{what} must be rotated boxes of shape (N, 5) = (cx, cy, w, h, θ), got shape "
+                         f"{tuple(b.shape)}; convert horizontal (N, 4) boxes with an angle column first")  # fmt: skip
+    return b.reshape(-1, 5)
+
+
 def rotated_iou(boxes1: torch.Tensor, boxes2: torch.Tensor, aligned: bool = False) -> torch.Tensor:
     """IoU of rotated boxes: (N, 5) x (M, 5) -> (N, M), or (N, 5) x (N, 5) -> (N,) with aligned=True."""
-    boxes1, boxes2 = boxes1.reshape(-1, 5).double(), boxes2.reshape(-1, 5).double()
+    boxes1, boxes2 = as_rboxes(boxes1, "boxes1").double(), as_rboxes(boxes2, "boxes2").double()
     if not aligned:
         n, m = len(boxes1), len(boxes2)
         if n == 0 or m == 0:
@@ -130,6 +142,11 @@ def average_precision(recall: np.ndarray, precision: np.ndarray) -> float:
 def rotated_map(dets: list, gts: list, n_classes: int, iou_thr: float = 0.5) -> tuple[float, list[float]]:
     """Rotated mAP@iou_thr (VOC style, as DOTA's evaluation): dets[i] = (boxes (k, 5), scores (k,), labels (k,)),
     gts[i] = (boxes (g, 5), labels (g,)). Returns (mean AP over classes with ground truth, per-class APs)."""
+    if len(dets) != len(gts):
+        raise ValueError(f"rotated_map: {len(dets)} detection lists for {len(gts)} ground-truth images; pass one "
+                         "(boxes, scores, labels) per image, an empty one for an image without detections")  # fmt: skip
+    dets = [(as_rboxes(db, f"dets[{i}] boxes"), ds, dl) for i, (db, ds, dl) in enumerate(dets)]
+    gts = [(as_rboxes(gb, f"gts[{i}] boxes"), gl) for i, (gb, gl) in enumerate(gts)]
     aps = []
     for c in range(n_classes):
         recs, n_gt = [], 0

@@ -19,9 +19,9 @@ LEVEL_SIZE = 10.0  # objects with sqrt(w h) <= this go to stride 4, larger ones 
 
 def make_instances(boxes, labels, types, segs=None) -> dict:
     """Instance dict of one image from exact rotated boxes and a label type per instance (weak labels derived)."""
-    from .geometry import hbox_of
+    from .geometry import as_rboxes, hbox_of
 
-    b = torch.as_tensor(np.asarray(boxes, np.float32)).reshape(-1, 5)
+    b = as_rboxes(torch.as_tensor(np.asarray(boxes, np.float32)))
     t = torch.as_tensor(np.asarray(types, np.int64)).reshape(-1)
     hb = hbox_of(b)
     cov = torch.eye(2).repeat(len(b), 1, 1)
