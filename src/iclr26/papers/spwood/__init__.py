@@ -253,4 +253,6 @@ METRICS.update({
     "burnin_steps_<arm>": "steps of the arm's supervised burn-in before early stopping stopped it",
     "gain_val_<arm>": "validation mAP of the kept teacher minus that of its burn-in starting point",
     "map0_<arm>": "test mAP of the arm's burn-in starting point (the teacher it self-trains from)",
+    "map0_semi_b1": "test mAP of the semi baseline's burn-in starting point, budget 1 (the pseudo-labels' gate)",
+    "map0_semi_b2": "same, budget 2",
 })  # fmt: skip
