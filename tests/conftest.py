@@ -42,3 +42,21 @@ def fake_paper(monkeypatch):
         registry.PaperCard("fake-paper", "A Fake Paper", "FAKE", "https://example.org", "000", "test", "test"),
     )
     return mod
+
+
+@pytest.fixture
+def refused_set(tmp_path, capsys):
+    """`refused_set(slug, override, message)`: `iclr26 run SLUG --scale smoke --set OVERRIDE` is refused in the driver
+    with exactly one stderr line naming the problem (`message`), exit code 2, and nothing written (no run folder)."""
+    from iclr26.cli import main
+
+    def check(slug: str, override: str, message: str) -> None:
+        runs = tmp_path / "runs"
+        code = main(["run", slug, "--scale", "smoke", "--seeds", "0", "--set", override, "--runs", str(runs)])
+        err = capsys.readouterr().err.strip()
+        assert code == 2, err
+        assert len(err.splitlines()) == 1 and "Traceback" not in err, err
+        assert err.startswith(f"iclr26: error: --set {override}: ") and message in err, err
+        assert not runs.exists()  # no run folder, no cache, no worker
+
+    return check

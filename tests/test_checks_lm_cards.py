@@ -8,7 +8,6 @@ import importlib
 
 import pytest
 
-from iclr26.cli import main
 from iclr26.core.registry import get_paper
 
 # (card, a --set the card's check refuses, the message it must give)
@@ -31,14 +30,8 @@ SLUGS = [slug for slug, _, _ in BAD_SETS]
 
 
 @pytest.mark.parametrize("slug, override, message", BAD_SETS)
-def test_a_bad_set_is_one_line_before_any_work(slug, override, message, tmp_path, capsys):
-    runs = tmp_path / "runs"
-    code = main(["run", slug, "--scale", "smoke", "--seeds", "0", "--set", override, "--runs", str(runs)])
-    err = capsys.readouterr().err.strip()
-    assert code == 2, err
-    assert len(err.splitlines()) == 1, err
-    assert err.startswith(f"iclr26: error: --set {override}: ") and message in err, err
-    assert not runs.exists()  # no run folder, no cache, no worker
+def test_a_bad_set_is_one_line_before_any_work(slug, override, message, refused_set):
+    refused_set(slug, override, message)
 
 
 def _checks(slug: str):

@@ -7,7 +7,6 @@ import importlib
 
 import pytest
 
-from iclr26.cli import main
 from iclr26.core.registry import get_paper
 
 BAD_SETS = [
@@ -23,13 +22,8 @@ BAD_SETS = [
 
 
 @pytest.mark.parametrize("slug, override, message", BAD_SETS)
-def test_a_bad_set_is_one_line_and_writes_no_run_folder(slug, override, message, tmp_path, capsys):
-    runs = tmp_path / "runs"
-    assert main(["run", slug, "--scale", "smoke", "--seeds", "0", "--set", override, "--runs", str(runs)]) == 2
-    err = capsys.readouterr().err.strip()
-    assert err.startswith(f"iclr26: error: --set {override}: ") and message in err, err
-    assert len(err.splitlines()) == 1 and "Traceback" not in err, err
-    assert not runs.exists()  # no run folder, no cache, no worker
+def test_a_bad_set_is_one_line_and_writes_no_run_folder(slug, override, message, refused_set):
+    refused_set(slug, override, message)
 
 
 @pytest.mark.parametrize("slug", sorted({s for s, _, _ in BAD_SETS}))

@@ -60,13 +60,8 @@ RANGE_ERRORS = [
 
 
 @pytest.mark.parametrize("slug, override, message", RANGE_ERRORS)
-def test_a_range_error_of_a_card_is_one_line_before_any_work(slug, override, message, tmp_path, capsys):
-    runs = tmp_path / "runs"
-    assert main(["run", slug, "--scale", "smoke", "--seeds", "0", "--set", override, "--runs", str(runs)]) == 2
-    err = capsys.readouterr().err.strip()
-    assert err.startswith(f"iclr26: error: --set {override}: ") and message in err, err
-    assert len(err.splitlines()) == 1, err
-    assert not runs.exists()  # no run folder, no cache, no worker
+def test_a_range_error_of_a_card_is_one_line_before_any_work(slug, override, message, refused_set):
+    refused_set(slug, override, message)
 
 
 def test_the_checks_module_stays_outside_the_code_fingerprint():

@@ -23,7 +23,8 @@ def test_every_docs_page_has_the_one_structure_and_names_its_cards_version(slug)
 def _files():
     for folder in ("src", "tests", "benchmarks", "docs", ".ci"):
         for p in (ROOT / folder).rglob("*"):
-            if p.is_file() and p.suffix in (".py", ".md", ".txt", ".toml", ".cfg", ".json", ".sh", "") and "egg-info" not in str(p):
+            text_file = p.suffix in (".py", ".md", ".txt", ".toml", ".cfg", ".json", ".sh", "")
+            if p.is_file() and text_file and "egg-info" not in str(p):
                 yield p
     yield from (ROOT / n for n in ("README.md", "Makefile", "pyproject.toml"))
 

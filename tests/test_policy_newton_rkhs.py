@@ -224,7 +224,8 @@ def test_smoke_run_through_the_harness(tmp_path):
     assert claims == {"toy-convergence", "toy-noisy", "quadratic-rate", "gym-return", "gym-speed"}
     assert all(c["verdict"] in ("reproduced", "not reproduced", "inconclusive", "not testable") for c in res.verdicts)
     # the controls ran: the Hessian-free toy arm and the junk-weight CartPole arm
-    assert all(math.isfinite(m["toy_log10gap_pn_nohess_L2"]) and m["gym_episodes_pn_junk"] > 0 for m in res.per_seed.values())
+    seeds = res.per_seed.values()
+    assert all(math.isfinite(m["toy_log10gap_pn_nohess_L2"]) and m["gym_episodes_pn_junk"] > 0 for m in seeds)
 
 
 def test_noisy_derivatives_are_the_exact_ones_plus_mapped_gaussian_noise():
