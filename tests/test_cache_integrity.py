@@ -74,6 +74,46 @@ def test_a_folder_digest_names_the_damaged_file(tmp_path):
     assert "sub/b.json" in cache.problem(folder)
 
 
+@pytest.mark.parametrize("damage", ["truncate", "drop digest", "extra file"])
+def test_a_damaged_model_folder_is_moved_aside_and_rebuilt(tmp_path, damage, capsys):
+    calls = []
+
+    def build(tmp):  # a model folder: weights, a config, a tokenizer subfolder
+        calls.append(1)
+        torch.save({"w": torch.arange(4.0)}, tmp / "weights.pt")
+        (tmp / "tokenizer").mkdir()
+        (tmp / "tokenizer" / "vocab.json").write_text('{"a": 0, "b": 1}')
+        return {"acc": 0.75, "steps": 3}
+
+    folder = tmp_path / "zoo" / "m"
+    assert cache.cached_folder(folder, "a model", build) == {"acc": 0.75, "steps": 3}
+    assert cache.cached_folder(folder, "a model", build)["steps"] == 3 and len(calls) == 1  # verified, not rebuilt
+    vocab = folder / "tokenizer" / "vocab.json"
+    if damage == "truncate":
+        vocab.write_text('{"a": 0')
+    elif damage == "drop digest":  # a folder written by older code or an interrupted build
+        (folder / cache.FOLDER_DIGEST).unlink()
+    else:
+        (folder / "stray.bin").write_bytes(b"x")
+    assert cache.cached_folder(folder, "a model", build) == {"acc": 0.75, "steps": 3} and len(calls) == 2
+    err = capsys.readouterr().err
+    assert err.count("is unusable") == 1 and str(folder) in err
+    assert json.loads(vocab.read_text()) == {"a": 0, "b": 1} and not (folder / "stray.bin").exists()
+    assert len(list(folder.parent.glob("m.corrupt-*"))) == 1 and not list(folder.parent.glob(".m.*.tmp"))
+
+
+def test_a_model_folder_build_that_fails_leaves_nothing_trusted(tmp_path):
+    def fail(tmp):
+        (tmp / "half.bin").write_bytes(b"x")
+        raise RuntimeError("killed mid-training")
+
+    folder = tmp_path / "m"
+    with pytest.raises(RuntimeError, match="killed"):
+        cache.cached_folder(folder, "a model", fail)
+    assert not folder.exists() and not list(tmp_path.glob(".m.*"))
+    assert cache.cached_folder(folder, "a model", lambda tmp: {"ok": 1}) == {"ok": 1}
+
+
 def test_a_unit_written_by_an_interrupted_process_is_never_trusted(tmp_path):
     """A crash between writing the data and its digest leaves a file without a digest: it is rebuilt."""
     path = tmp_path / "u.pt"

@@ -69,3 +69,7 @@ def test_the_checks_module_stays_outside_the_code_fingerprint():
 
     files = {p.name for p in source_files("iclr26.papers.bss_fsl", "iclr26.papers.bss_fsl.experiment")}
     assert "experiment.py" in files and "checks.py" not in files
+
+
+def test_an_empty_list_override_names_the_field_and_an_example(refused_set):
+    refused_set("ltpo", "ood_ops=", "ood_ops: an empty list; give at least one value, e.g. ood_ops=4,5")

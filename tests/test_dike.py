@@ -292,7 +292,7 @@ def _tiny_metrics(rng, **means):
     from iclr26.papers import dike
 
     names = {n for c in dike.CLAIMS if not c.when for n in c.metrics()}
-    return {n: means.get(n, 0.5) + rng.gauss(0, 0.01) for n in names} | {"recall_tiny": 1.0}
+    return {n: means.get(n, 0.5) + rng.gauss(0, 0.01) for n in sorted(names)} | {"recall_tiny": 1.0}
 
 
 def _dike_verdicts(**means):

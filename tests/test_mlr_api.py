@@ -160,7 +160,8 @@ def test_use_it_on_smollm2():
     system, nll = ns["system"], ns["nll"]
     assert system.model.base_model.model.config.num_hidden_layers == 30  # SmolLM2-135M, not a micro model
     assert ns["added"] == []  # its tokenizer writes every marker
-    assert nll(system, "executor") < ns["before"] - 1.0 and nll(system, "planner") < ns["plan_before"] - 1.0
+    assert nll(system, "executor") < ns["before"] - 1.0  # the executor learns the step format (≈ 3.6 → 0.4 nats)
+    assert nll(system, "planner") < ns["plan_before"] / 2  # the planner starts low (≈ 0.06: plans are short words)
     assert all(t.done for t in ns["solved"]) and ns["n_correct"] >= 1
 
 

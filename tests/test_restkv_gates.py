@@ -22,7 +22,7 @@ def _verdicts(**means):
     exact = {"budget_dev_tiny": 0.0, "kv_ratio_tiny_restkv_longest": 0.03}
     exact |= {k: v for k, v in means.items() if k in exact}
     names = {n for c in restkv.CLAIMS if not c.when for n in c.metrics()} - set(exact)
-    per_seed = [{n: means.get(n, 0.5) + rng.gauss(0, 0.01) for n in names} | exact for _ in range(5)]
+    per_seed = [{n: means.get(n, 0.5) + rng.gauss(0, 0.01) for n in sorted(names)} | exact for _ in range(5)]
     return {v.id: v for v in evaluate(restkv.CLAIMS, per_seed, restkv.Cfg(smol=False))}
 
 

@@ -179,3 +179,32 @@ def cached_tensors(path: Path, what: str, build: Callable[[], dict], log=None, q
     """A dict of tensors and numbers (trained weights, statistics) built once, stored with ``torch.save`` and loaded
     with ``weights_only=True``."""
     return cached(path, build, what, read_tensors, write_tensors, log=log, quiet=quiet)
+
+
+def cached_folder(folder: Path, what: str, build: Callable[[Path], dict | None], record: str = "done.json",
+                  log=None, quiet: bool = False) -> dict:  # fmt: skip
+    """A folder (a trained model, an adapter, a tokenizer) built once and verified on every use; returns its record.
+
+    ``build(tmp)`` writes the folder's files into ``tmp`` (``save_pretrained(tmp)``) and returns a JSON record (the
+    training time, its metrics), stored as ``record`` inside it. The folder appears in place only when complete (an
+    atomic rename, then a digest of every file); a folder whose files no longer match that digest, or that has none
+    (an interrupted build, older code), is moved aside in one log line and rebuilt, under the file lock."""
+    import shutil
+
+    folder = Path(folder)
+
+    def read(p: Path) -> dict:
+        return json.loads((p / record).read_text(encoding="utf-8"))
+
+    def write(_, tmp: Path) -> None:
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir(parents=True)
+        try:
+            info = build(tmp)
+        except BaseException:  # an interrupted build leaves no half-written folder behind
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        (tmp / record).write_text(json.dumps(info or {}, indent=1), encoding="utf-8")
+
+    got = cached(folder, lambda: None, what, read, write, log=log, quiet=quiet)  # the build happens in `write`
+    return got if got is not None else read(folder)

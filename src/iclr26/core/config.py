@@ -68,7 +68,10 @@ def apply_overrides(cfg, overrides: dict[str, str]):
     try:
         return dataclasses.replace(cfg, **changes)
     except (ValueError, TypeError) as exc:
-        raise UserError(f"--set {_shown(overrides)}: {exc}") from exc
+        empty = [n for n, v in changes.items() if isinstance(v, (tuple, list)) and not v and getattr(cfg, n)]
+        hint = f" ({', '.join(empty)}: an empty list; give at least one value, e.g. {empty[0]}=" if empty else ""
+        hint += ",".join(map(str, getattr(cfg, empty[0]))) + ")" if empty else ""
+        raise UserError(f"--set {_shown(overrides)}: {exc}{hint}") from exc
 
 
 def _shown(overrides: dict[str, str]) -> str:

@@ -9,7 +9,7 @@ import json
 import torch
 from transformers import AutoModelForCausalLM
 
-from iclr26.core.locks import file_lock
+from iclr26.core.cache import cached_folder
 from iclr26.core.paths import trained_cache_dir
 from iclr26.lm.tiny import tiny_model
 from iclr26.lm.tokenizer import build_word_tokenizer
@@ -58,38 +58,40 @@ def _pretrained_base(cfg: Cfg, world: ModProgWorld, ctx):
                       cfg.base_lr, cfg.pretrain_label_chains])  # fmt: skip
     d = trained_cache_dir() / "mlr-base" / hashlib.sha1(key.encode()).hexdigest()[:12]
     tok = build_word_tokenizer(world.vocabulary_texts())
-    with file_lock(d.with_suffix(".lock"), "the MLR base model", quiet=ctx.quiet):
-        if not (d / "config.json").exists():
-            model = tiny_model("llama", seed=0, vocab_size=len(tok), d_model=cfg.d_model, n_layers=cfg.n_layers,
-                               n_heads=4, max_len=512)  # fmt: skip
-            pre = world.pretrain_examples(cfg.pretrain_lookups, reps=cfg.pretrain_reps, n_chains=cfg.pretrain_chains)
-            exs = [[(q, False), (" " + a, True)] for q, a in pre]
-            labelled = cfg.operations == "library" and cfg.pretrain_label_chains > 0
-            if labelled:  # applying named library operations step after step (the executor's skill, no plan)
-                exs += world.label_chains(cfg.pretrain_label_chains)
-            held = world.pretrain_examples(min(400, cfg.pretrain_lookups), salt="pretrain-val", reps=1)
-            looks = [e for e in held if e[0].startswith("ops")]  # held-out look-ups (none in the library world)
-            facts = [e for e in held if e[1].isdigit() and "=" in e[0]][: len(looks) or None]
-            order = [e for e in held if not e[0].startswith("ops") and e not in facts]  # letter order, library
-            chains = world.pretrain_examples(0, salt="pretrain-val", reps=0, n_chains=min(100, cfg.pretrain_chains))
-            enc = [encode_parts(tok, [(q, False), (" " + a, True)]) for q, a in looks + facts + order + chains]
-            n_held = min(100, cfg.pretrain_label_chains)
-            held_labelled = world.label_chains(n_held, "label-chains-val") if labelled else []
-            enc += [encode_parts(tok, parts) for parts in held_labelled]
 
-            @torch.no_grad()
-            def score():  # minus the held-out answer NLL (look-ups unseen in training, all facts)
-                lp = masked_logps(model, [e[0] for e in enc], [e[1] for e in enc], tok.pad_token_id)
-                return float(lp.mean())
+    def build_into(tmp):
+        model = tiny_model("llama", seed=0, vocab_size=len(tok), d_model=cfg.d_model, n_layers=cfg.n_layers,
+                           n_heads=4, max_len=512)  # fmt: skip
+        pre = world.pretrain_examples(cfg.pretrain_lookups, reps=cfg.pretrain_reps, n_chains=cfg.pretrain_chains)
+        exs = [[(q, False), (" " + a, True)] for q, a in pre]
+        labelled = cfg.operations == "library" and cfg.pretrain_label_chains > 0
+        if labelled:  # applying named library operations step after step (the executor's skill, no plan)
+            exs += world.label_chains(cfg.pretrain_label_chains)
+        held = world.pretrain_examples(min(400, cfg.pretrain_lookups), salt="pretrain-val", reps=1)
+        looks = [e for e in held if e[0].startswith("ops")]  # held-out look-ups (none in the library world)
+        facts = [e for e in held if e[1].isdigit() and "=" in e[0]][: len(looks) or None]
+        order = [e for e in held if not e[0].startswith("ops") and e not in facts]  # letter order, library
+        chains = world.pretrain_examples(0, salt="pretrain-val", reps=0, n_chains=min(100, cfg.pretrain_chains))
+        enc = [encode_parts(tok, [(q, False), (" " + a, True)]) for q, a in looks + facts + order + chains]
+        n_held = min(100, cfg.pretrain_label_chains)
+        held_labelled = world.label_chains(n_held, "label-chains-val") if labelled else []
+        enc += [encode_parts(tok, parts) for parts in held_labelled]
 
-            r = masked_sft(model, tok, exs, lr=cfg.base_lr, batch_size=64, max_epochs=cfg.pretrain_epochs,
-                           evaluate=score, patience=cfg.patience, progress=not ctx.quiet)  # fmt: skip
-            skills = {"fact_acc": skill_accuracy(model, tok, facts),
-                      "order_library_acc": skill_accuracy(model, tok, order),
-                      "lookup_acc": skill_accuracy(model, tok, looks) if looks else None, "epochs": r["epochs"],
-                      "label_chain_acc": label_chain_accuracy(model, tok, held_labelled) if labelled else None,
-                      "val_nll": -r["best"]}  # fmt: skip
-            model.save_pretrained(d)
-            (d / "skills.json").write_text(json.dumps(skills))
-            ctx.log(f"base: {skills}")
+        @torch.no_grad()
+        def score():  # minus the held-out answer NLL (look-ups unseen in training, all facts)
+            lp = masked_logps(model, [e[0] for e in enc], [e[1] for e in enc], tok.pad_token_id)
+            return float(lp.mean())
+
+        r = masked_sft(model, tok, exs, lr=cfg.base_lr, batch_size=64, max_epochs=cfg.pretrain_epochs,
+                       evaluate=score, patience=cfg.patience, progress=not ctx.quiet)  # fmt: skip
+        skills = {"fact_acc": skill_accuracy(model, tok, facts),
+                  "order_library_acc": skill_accuracy(model, tok, order),
+                  "lookup_acc": skill_accuracy(model, tok, looks) if looks else None, "epochs": r["epochs"],
+                  "label_chain_acc": label_chain_accuracy(model, tok, held_labelled) if labelled else None,
+                  "val_nll": -r["best"]}  # fmt: skip
+        model.save_pretrained(tmp)
+        ctx.log(f"base: {skills}")
+        return skills
+
+    cached_folder(d, "the MLR base model", build_into, record="skills.json", quiet=ctx.quiet)  # digest-verified
     return AutoModelForCausalLM.from_pretrained(d, dtype=torch.float32).eval(), tok

@@ -14,7 +14,7 @@ import torch
 from datasets import Dataset
 from transformers import AutoModelForCausalLM, PrinterCallback, TrainerCallback
 
-from iclr26.core.locks import file_lock
+from iclr26.core.cache import cached_tensors
 from iclr26.core.paths import trained_cache_dir
 from iclr26.rlft.mlr import (
     MLRConfig,
@@ -67,13 +67,18 @@ def _cached(cfg: Cfg, seed: int, name: str, build, make_empty, ctx):
                       {k: v for k, v in asdict(cfg).items() if k in SFT_FIELDS}])  # fmt: skip
     f = trained_cache_dir() / "mlr-sft" / f"{hashlib.sha1(key.encode()).hexdigest()[:16]}.pt"
     f.parent.mkdir(parents=True, exist_ok=True)
-    with file_lock(f.with_suffix(".lock"), f"the MLR {name} model", quiet=ctx.quiet):
-        if f.exists():
-            sys_ = make_empty()
-            sys_.model.load_state_dict(torch.load(f, weights_only=True))
-        else:
-            sys_ = build()
-            torch.save(sys_.model.state_dict(), f)
+    built = []
+
+    def train() -> dict:
+        built.append(build())
+        return built[0].model.state_dict()
+
+    state = cached_tensors(f, f"the MLR {name} model", train, quiet=ctx.quiet)  # digest-verified, rebuilt if damaged
+    if built:
+        sys_ = built[0]
+    else:
+        sys_ = make_empty()
+        sys_.model.load_state_dict(state)
     # trained or loaded, the stage leaves the same state: eval mode (no LoRA dropout in later rollouts and tests;
     # VERSION 3 left a loaded two-level model in training mode) and frozen weights (later stages choose their own)
     sys_.model.eval()

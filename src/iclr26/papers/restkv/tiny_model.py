@@ -7,7 +7,6 @@ import hashlib
 import json
 import math
 import random
-import shutil
 import time
 
 import torch
@@ -15,6 +14,7 @@ from tqdm.auto import tqdm
 
 from iclr26.kvcache.restkv.world import SyntheticLongCtx
 
+from ...core.cache import cached_folder
 from ...core.paths import trained_cache_dir
 from . import TINY_MODEL, TINY_RECIPE, TRAIN_FILLER_WEIGHT, TRAIN_LR, TRAIN_PHASES
 
@@ -115,17 +115,15 @@ def tiny_longctx_model(trained: bool = True, seed: int = 0, progress: bool = Tru
     if not trained:
         return model.eval(), tok, world
     out = _tiny_dir(world, seed)
-    if not (out / "model.safetensors").exists():
+
+    def build_into(tmp):
         t0 = time.time()
         acc = _train_tiny(model, world, tok, random.Random(seed), progress)
-        tmp = out.with_name(out.name + ".tmp")
-        shutil.rmtree(tmp, ignore_errors=True)
         model.save_pretrained(tmp)
         tok.save_pretrained(tmp / "tokenizer")
-        info = {"train_s": time.time() - t0, "threads": torch.get_num_threads(), "final_answer_acc": acc}
-        (tmp / "train.json").write_text(json.dumps(info, indent=1))
-        shutil.rmtree(out, ignore_errors=True)
-        tmp.rename(out)
+        return {"train_s": time.time() - t0, "threads": torch.get_num_threads(), "final_answer_acc": acc}
+
+    cached_folder(out, "the tiny long-context model", build_into, record="train.json", quiet=not progress)
     model = AutoModelForCausalLM.from_pretrained(out, dtype=torch.float32)
     tok = PreTrainedTokenizerFast.from_pretrained(out / "tokenizer")
     return model.eval(), tok, world

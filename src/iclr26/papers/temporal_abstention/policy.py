@@ -4,13 +4,12 @@ for the paper's instruct model)."""
 
 from __future__ import annotations
 
-import json
 import time
 
 import torch
 from transformers import AutoModelForCausalLM
 
-from iclr26.core.locks import file_lock
+from iclr26.core.cache import cached_folder
 from iclr26.core.paths import trained_cache_dir
 from iclr26.lm.tiny import tiny_model
 from iclr26.lm.train import TrainConfig
@@ -52,20 +51,22 @@ def base_policy(cfg, tok, progress: bool = True) -> tuple[torch.nn.Module, float
     key = f"abstention-base-d{cfg.d_model}-l{cfg.n_layers}-s{cfg.base_steps}-n{cfg.base_items}"
     key += f"-u{cfg.base_unanswerable:g}" + ("-short" if cfg.short_rationales else "") + "-v1"
     folder = trained_cache_dir() / "zoo" / key
-    spent = 0.0
-    with file_lock(folder.with_suffix(".lock"), f"the temporal-abstention base policy {key}"):
-        if not (folder / "done.json").exists():
-            t0 = time.time()
-            model = _fresh(cfg, tok)
-            items = make_temporal_qa(cfg.base_items, unanswerable_frac=cfg.base_unanswerable, seed=BASE_SEED)
-            texts = [it.prompt + (short_rationale(it.rationale) if cfg.short_rationales else it.rationale)
-                     for it in items]  # fmt: skip
-            tc = TrainConfig(steps=cfg.base_steps, batch_size=32, lr=3e-3, warmup=50, seq_len=192, seed=BASE_SEED)
-            _train_exact(model, tok, texts, tc, progress)
-            folder.mkdir(parents=True, exist_ok=True)
-            model.save_pretrained(folder)
-            spent = time.time() - t0
-            (folder / "done.json").write_text(json.dumps({"seconds": spent, "steps": cfg.base_steps}))
+    built = []
+
+    def build_into(tmp):
+        t0 = time.time()
+        model = _fresh(cfg, tok)
+        items = make_temporal_qa(cfg.base_items, unanswerable_frac=cfg.base_unanswerable, seed=BASE_SEED)
+        texts = [it.prompt + (short_rationale(it.rationale) if cfg.short_rationales else it.rationale)
+                 for it in items]  # fmt: skip
+        tc = TrainConfig(steps=cfg.base_steps, batch_size=32, lr=3e-3, warmup=50, seq_len=192, seed=BASE_SEED)
+        _train_exact(model, tok, texts, tc, progress)
+        model.save_pretrained(tmp)
+        built.append(time.time() - t0)
+        return {"seconds": built[0], "steps": cfg.base_steps}
+
+    cached_folder(folder, f"the temporal-abstention base policy {key}", build_into)  # digest-verified
+    spent = built[0] if built else 0.0
     model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32)
     model.generation_config = _fresh(cfg, tok).generation_config
     return model.eval(), spent

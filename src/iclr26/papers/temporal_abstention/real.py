@@ -18,12 +18,11 @@ target.
 
 from __future__ import annotations
 
-import json
 import tempfile
 import time
 from pathlib import Path
 
-from iclr26.core.locks import file_lock
+from iclr26.core.cache import cached_folder
 from iclr26.core.paths import trained_cache_dir
 from iclr26.rlft.abstention import (
     AbstentionReward,
@@ -134,19 +133,20 @@ def sft_policy(log=print, name: str = REAL_MODEL):
     )
     key = f"abstention-{tag}-sft-lr{SFT_LR:g}-b{SFT_BATCH}-max{SFT_MAX_STEPS}-stop{STOP_FORMAT:g}-v2"
     folder = trained_cache_dir() / "zoo" / key
-    with file_lock(folder.with_suffix(".lock"), f"the LoRA CoT-SFT adapter {key} of {name}"):
-        if not (folder / "done.json").exists():
-            t0 = time.time()
-            model, tok = zoo.load(name)
-            items = make_temporal_qa(SFT_MAX_STEPS * SFT_BATCH, unanswerable_frac=0.1, seed=SFT_SEED)
-            val = make_temporal_qa(N_VAL, unanswerable_frac=NATURAL, seed=SFT_SEED + 1)
-            model, record = lora_sft(model, tok, items, val, SFT_SEED, log)
-            model.save_pretrained(folder)
-            record["seconds"] = time.time() - t0
-            (folder / "done.json").write_text(json.dumps(record))
+
+    def build_into(tmp):
+        t0 = time.time()
+        model, tok = zoo.load(name)
+        items = make_temporal_qa(SFT_MAX_STEPS * SFT_BATCH, unanswerable_frac=0.1, seed=SFT_SEED)
+        val = make_temporal_qa(N_VAL, unanswerable_frac=NATURAL, seed=SFT_SEED + 1)
+        model, record = lora_sft(model, tok, items, val, SFT_SEED, log)
+        model.save_pretrained(tmp)
+        return record | {"seconds": time.time() - t0}
+
+    record = cached_folder(folder, f"the LoRA CoT-SFT adapter {key} of {name}", build_into)  # digest-verified
     base, tok = zoo.load(name)
     model = PeftModel.from_pretrained(base, folder, is_trainable=True)
-    return model.eval(), tok, json.loads((folder / "done.json").read_text())
+    return model.eval(), tok, record
 
 
 def lora_grpo(model, tok, items, steps: int, seed: int, lr: float = GRPO_LR):

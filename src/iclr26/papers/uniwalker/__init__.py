@@ -227,7 +227,8 @@ TABLE_METRICS = ("uw_taka_acc", "uw_oracle_avg_sr", "uw_weight", "olora_weight",
 
 METRICS = {
     "expert_sr": "BFS expert's success rate on all test episodes (testbed check)",
-    "indep_avg_sr": "ceiling: a fresh LoRA per task (nothing shared), routed by the true task id: SR after the last task",
+    "indep_avg_sr": "ceiling: a fresh LoRA per task (nothing shared), routed by the true task id: SR after the last "
+    "task",
     "base_avg_sr": "frozen base W0, no adaptation: SR over the lifelong tasks (control)",
     "base_unseen_sr": "frozen base W0: SR on the unseen scenes",
     "uw_random_avg_sr": "Uni-Walker after the last task with a random seen expert per episode, not TAKA (control)",

@@ -5,7 +5,6 @@ that each seed's SFT and Time-GRPO start from a model that already writes the fo
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 import random
 import time
@@ -13,7 +12,7 @@ import time
 import torch
 from transformers import AutoModelForCausalLM
 
-from iclr26.core.locks import file_lock
+from iclr26.core.cache import cached_folder
 from iclr26.core.paths import trained_cache_dir
 from iclr26.lm.tiny import tiny_model
 from iclr26.lm.train import pad_batch
@@ -49,19 +48,21 @@ def base_reasoner(cfg, tok, progress: bool = True) -> tuple[torch.nn.Module, flo
     """The cached base reasoner (trained on first use, under a lock) and the seconds spent training it now."""
     key = f"vta-base-d{cfg.d_model}-l{cfg.n_layers}-s{cfg.base_steps}-n{cfg.base_stocks}-v1"
     folder = trained_cache_dir() / "zoo" / key
-    spent = 0.0
-    with file_lock(folder.with_suffix(".lock"), f"the VTA base reasoner {key}"):
-        if not (folder / "done.json").exists():
-            t0 = time.time()
-            model = fresh(cfg, tok)
-            base_cfg = dataclasses.replace(cfg, n_stocks=cfg.base_stocks, oracle_paths=1)
-            splits = build(base_cfg, BASE_SEED)
-            texts = [p + c for s in splits.values() for p, c in zip(s.prompts, s.sft)]
-            _train(model, tok, texts, cfg.base_steps, progress)
-            folder.mkdir(parents=True, exist_ok=True)
-            model.save_pretrained(folder)
-            spent = time.time() - t0
-            (folder / "done.json").write_text(json.dumps({"seconds": spent, "steps": cfg.base_steps}))
+    built = []
+
+    def build_into(tmp):
+        t0 = time.time()
+        model = fresh(cfg, tok)
+        base_cfg = dataclasses.replace(cfg, n_stocks=cfg.base_stocks, oracle_paths=1)
+        splits = build(base_cfg, BASE_SEED)
+        texts = [p + c for s in splits.values() for p, c in zip(s.prompts, s.sft)]
+        _train(model, tok, texts, cfg.base_steps, progress)
+        model.save_pretrained(tmp)
+        built.append(time.time() - t0)
+        return {"seconds": built[0], "steps": cfg.base_steps}
+
+    cached_folder(folder, f"the VTA base reasoner {key}", build_into)  # verified by digest, rebuilt if damaged
+    spent = built[0] if built else 0.0
     model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32)
     model.generation_config = fresh(cfg, tok).generation_config
     return model.eval(), spent

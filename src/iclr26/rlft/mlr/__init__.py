@@ -16,8 +16,8 @@ from .trainer import collect_pairs, iterative_step_dpo, prefix_groups, set_train
 from .tsmc import mc_twist, step_pairs, tsmc_log_weight
 
 __all__ = [
-    "MLRConfig", "MLRSystem", "StepFormat", "Traj", "add_marker_tokens", "add_planner", "collect_pairs", "completion_logps",
-    "encode_parts", "final_text", "iterative_step_dpo", "masked_logps", "masked_sft", "mc_twist",
+    "MLRConfig", "MLRSystem", "StepFormat", "Traj", "add_marker_tokens", "add_planner", "collect_pairs",
+    "completion_logps", "encode_parts", "final_text", "iterative_step_dpo", "masked_logps", "masked_sft", "mc_twist",
     "planner_lora_config", "prefix_groups", "set_trainable", "step_dpo", "step_dpo_loss", "step_pairs",
     "train_on_pairs", "tsmc_log_weight",
 ]  # fmt: skip

@@ -186,7 +186,7 @@ class MLRSystem:
         marks = {"plan_open": f.plan_open, "exec_open": f.exec_open, "step_close": f.step_close, "final": f.final}
         if len(set(marks.values())) < len(marks) or not all(m.strip() == m and m for m in marks.values()):
             raise ValueError(f"StepFormat markers must be distinct non-empty words without spaces around, got {marks}")
-        for name, m in marks.items():
+        for m in marks.values():
             self.marker_ids(m)
         if self.tok.eos_token_id is None:
             raise ValueError("the tokenizer needs an eos token (fast rollouts stop at it)")

@@ -19,8 +19,9 @@ With the default ``likelihood_terms=False``, psi(h) is shared by every candidate
 ranking: a "TSMC" pair is then the candidates ranked by their N-rollout success rate psi(h + c) (a step-level Monte-
 Carlo value), and psi(h) matters only through the clip (when psi(h) ~ 0 every candidate with psi(h + c) >= ~0.15
 sits at +clip: a tie) and the ``pair_gap`` filter. The 'outcome' rule ranks by one rollout's 0/1 outcome, so
-'tsmc' vs 'outcome' compares N rollouts per candidate with one. Rollouts are the repository's fast rollouts: the backbone continues the raw
-text to the end in one pass (for a planner candidate it first writes the step, then the rest).
+'tsmc' vs 'outcome' compares N rollouts per candidate with one. Rollouts are the repository's fast rollouts: the
+backbone continues the raw text to the end in one pass (for a planner candidate it first writes the step, then the
+rest).
 """
 
 from __future__ import annotations

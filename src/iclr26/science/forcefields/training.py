@@ -51,8 +51,8 @@ def check_data(d: ForceFieldData, what: str) -> None:
     """A labelled set is non-empty, shaped (B, n) / (B, n, 3) / (B,) / (B, n, 3) and finite."""
     b = len(d)
     if b < 1 or d.pos.dim() != 3 or d.pos.shape[-1] != 3 or d.species.shape != d.pos.shape[:2]:
-        raise ValueError(f"{what}: need at least one structure, species (B, n) and pos (B, n, 3); got {tuple(d.species.shape)}, "
-                         f"{tuple(d.pos.shape)}")  # fmt: skip
+        raise ValueError(f"{what}: need at least one structure, species (B, n) and pos (B, n, 3); got "
+                         f"{tuple(d.species.shape)}, {tuple(d.pos.shape)}")  # fmt: skip
     if d.energy.shape != (b,) or d.forces.shape != d.pos.shape:
         raise ValueError(f"{what}: energy must be (B,) and forces (B, n, 3), got {tuple(d.energy.shape)}, "
                          f"{tuple(d.forces.shape)}")  # fmt: skip
