@@ -75,6 +75,15 @@ def minutes(seconds) -> str:
     return "–" if not isinstance(seconds, (int, float)) else f"{seconds / 60:.1f} min"
 
 
+def _outdated(rec: dict) -> str:
+    from .results import outdated
+
+    try:
+        return outdated(rec)
+    except (KeyError, ValueError):  # a card that no longer exists: the VERSION line above says enough
+        return ""
+
+
 def claims_table(slug: str, rec: dict | None, version: int) -> str:
     """The generated block of one docs page (without the markers)."""
     if rec is None:
@@ -86,6 +95,8 @@ def claims_table(slug: str, rec: dict | None, version: int) -> str:
              f"Verdicts: {counts_text(rec['counts'])}.")  # fmt: skip
     if rec["version"] != version:
         stamp += f" **Outdated: the card is at VERSION {version}; rerun and record.**"
+    elif why := _outdated(rec):  # same VERSION, but the code it measured has changed since
+        stamp += f" **{why[0].upper() + why[1:]}; rerun and record.**"
     lines += [stamp, "", "| claim | paper (its setting) | ours (mean ± std over seeds) | verdict |"]
     lines.append("|---|---|---|---|")
     for c in rec["claims"]:
