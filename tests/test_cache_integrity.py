@@ -177,3 +177,78 @@ def test_a_model_folder_that_asks_for_remote_code_is_refused(tmp_path):
 def test_no_source_turns_remote_code_on():
     hits = [str(p) for p in SRC.rglob("*.py") if re.search(r"trust_remote_code\s*=\s*True", p.read_text())]
     assert hits == []
+
+
+# every module that keeps something under the cache goes through core.cache / core.units (digest, lock, rebuild);
+# these only look a path up (a data file the user places, the path helpers themselves)
+_CACHE_LOOKUPS_ONLY = {"iclr26/core/paths.py", "iclr26/agents/seekbench/official.py"}
+
+
+def test_every_module_writing_to_the_cache_verifies_what_it_reads():
+    verified = re.compile(r"core\.cache import|\.cache import|core\.units import|\.units import|cached_json|_usable")
+    bare = []
+    for f in (SRC / "iclr26").rglob("*.py"):
+        rel = f.relative_to(SRC).as_posix()
+        text = f.read_text(encoding="utf-8")
+        if re.search(r"\bcache_dir\(\)", text) and rel not in _CACHE_LOOKUPS_ONLY and not verified.search(text):
+            bare.append(rel)
+    assert not bare, f"these modules read or write the cache without a digest check: {bare}"
+
+
+def test_the_ltpo_tiny_reasoner_folder_is_rebuilt_when_damaged(tmp_path, monkeypatch, capsys):
+    from iclr26.latent.ltpo.world import ModArithWorld
+    from iclr26.lm.tiny import tiny_model
+    from iclr26.lm.tokenizer import build_word_tokenizer
+    from iclr26.papers.ltpo import tinymodel
+
+    monkeypatch.setenv("ICLR26_CACHE", str(tmp_path / "cache"))
+    calls = []
+
+    def fake_train(world, k, seed, recipe, progress):  # a stand-in for minutes of training
+        calls.append(1)
+        tok = build_word_tokenizer(["a b c d"])
+        return tiny_model("llama", seed=seed, vocab_size=len(tok), d_model=16, n_layers=1, n_heads=2), tok, {"ok": 1}
+
+    monkeypatch.setattr(tinymodel, "_train", fake_train)
+    world = ModArithWorld()
+    m1, _, info = tinymodel.load_reasoner(world, 2, progress=False)
+    first = {n: t.clone() for n, t in m1.state_dict().items()}  # weights may be memory-mapped from the file
+    assert info["ok"] == 1 and "train_s" in info and len(calls) == 1
+    tinymodel.load_reasoner(world, 2, progress=False)
+    assert len(calls) == 1  # verified and reused
+    (folder,) = [p for p in (tmp_path / "cache").rglob("ltpo-modarith-*") if p.is_dir()]
+    weights = next(folder.glob("*.safetensors"))
+    weights.write_bytes(weights.read_bytes()[:100])  # a half-copied file
+    m2, _, _ = tinymodel.load_reasoner(world, 2, progress=False)
+    assert len(calls) == 2 and "is unusable" in capsys.readouterr().err
+    for (n, a), (_, b) in zip(first.items(), m2.state_dict().items(), strict=True):
+        assert torch.equal(a, b), n
+
+
+def _slow_folder_build(tmp):
+    import time as _t
+
+    _t.sleep(0.5)  # long enough for the other process to find the folder bad too
+    (tmp / "w.bin").write_bytes(b"new")
+    return {"pid": 0}
+
+
+def _use_folder(folder):
+    return cache.cached_folder(Path(folder), "a shared model", _slow_folder_build, quiet=True)
+
+
+def test_two_processes_meeting_a_damaged_folder_rebuild_it_once(tmp_path):
+    """The race of two seeds' workers on a folder written by older code: only the lock holder moves it aside."""
+    import multiprocessing as mp
+    from concurrent.futures import ProcessPoolExecutor
+
+    folder = tmp_path / "zoo" / "m"
+    folder.mkdir(parents=True)
+    (folder / "w.bin").write_bytes(b"old")  # no digest: written by older code
+    assert cache.read_checked(folder, lambda p: 1, move_aside=False) is None and folder.exists()
+    with ProcessPoolExecutor(2, mp_context=mp.get_context("fork")) as pool:
+        got = list(pool.map(_use_folder, [str(folder)] * 2))
+    assert got == [{"pid": 0}, {"pid": 0}]
+    assert (folder / "w.bin").read_bytes() == b"new" and not cache.problem(folder)
+    assert len(list(folder.parent.glob("m.corrupt-*"))) == 1
+    cache.quarantine(tmp_path / "gone", "a test", log=lambda m: None)  # an entry already moved aside: no error

@@ -91,7 +91,10 @@ def quarantine(path: Path, why: str, log: Callable[[str], None] | None = None) -
     """Move a damaged cache entry aside (kept for inspection, never read again) and say so in one line."""
     path = Path(path)
     aside = path.with_name(f"{path.name}.corrupt-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}")
-    os.replace(path, aside)
+    try:
+        os.replace(path, aside)
+    except FileNotFoundError:  # already moved aside (by a process that does not hold the lock)
+        return aside
     dig = digest_path(path) if not aside.is_dir() else None
     if dig is not None and dig.exists():
         os.replace(dig, aside.with_name(aside.name + ".sha256"))
@@ -100,8 +103,9 @@ def quarantine(path: Path, why: str, log: Callable[[str], None] | None = None) -
     return aside
 
 
-def read_checked(path: Path, read: Callable[[Path], T], log=None) -> T | None:
-    """``read(path)`` if the entry exists, matches its digest and parses; else None (a bad entry is moved aside)."""
+def read_checked(path: Path, read: Callable[[Path], T], log=None, move_aside: bool = True) -> T | None:
+    """``read(path)`` if the entry exists, matches its digest and parses; else None (a bad entry is moved aside, when
+    ``move_aside``: only the holder of the entry's lock does that, so that two processes never both move it)."""
     path = Path(path)
     if not path.exists():
         return None
@@ -111,7 +115,8 @@ def read_checked(path: Path, read: Callable[[Path], T], log=None) -> T | None:
             return read(path)
         except Exception as exc:  # any parse error of a damaged file: rebuild, never crash on it
             why = f"it cannot be parsed ({type(exc).__name__}: {exc})"
-    quarantine(path, why, log)
+    if move_aside:
+        quarantine(path, why, log)
     return None
 
 
@@ -138,7 +143,7 @@ def cached(path: Path, build: Callable[[], T], what: str, read: Callable[[Path],
     """The entry at ``path``; built by ``build()`` on first use or when the stored one fails its check, under a file
     lock so that a second process waits and reuses it."""
     path = Path(path)
-    got = read_checked(path, read, log)
+    got = read_checked(path, read, log, move_aside=False)  # a bad entry is left to the lock holder below
     if got is not None:
         return got
     with file_lock(path.with_name(path.name + ".lock"), what, quiet=quiet):

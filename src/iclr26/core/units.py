@@ -39,7 +39,7 @@ def cached_unit(path: Path, build: Callable[[], dict], what: str, wait: bool = T
     from .cache import read_checked, read_tensors
 
     path = Path(path)
-    got = read_checked(path, read_tensors, log)
+    got = read_checked(path, read_tensors, log, move_aside=False)  # a bad unit is moved aside under the lock
     if got is not None:
         return got
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -9,8 +9,6 @@ import random
 import time
 from dataclasses import asdict
 
-import torch
-
 from iclr26.editing.benchmark import (
     REAL_MODEL,
     _nanmean,
@@ -23,6 +21,7 @@ from iclr26.editing.benchmark import (
 )
 from iclr26.editing.dike.disentangler import Disentangler, KRDConfig, KRDSample
 
+from ...core.cache import cached_tensors
 from ...core.paths import trained_cache_dir
 from ...core.threads import torch_threads
 from ...editing import MEMIT, ROME, AlphaEdit, AlphaEditConfig, MEMITConfig, ROMEConfig
@@ -59,25 +58,24 @@ def get_disentangler(model, tok, layer: int, samples, kcfg: KRDConfig, tag: str,
         sort_keys=True,
     )
     path = trained_cache_dir() / "dike_krd" / f"{hashlib.sha1(blob.encode()).hexdigest()[:16]}.pt"
-    d = ModelAdapter(model).d_model
-    dis = Disentangler(d)
-    if path.exists():
-        dis.load_state_dict(torch.load(path, weights_only=True))
-        dis.eval().requires_grad_(False)
-        return dis
-    from iclr26.editing.dike.disentangler import train_disentangler
+    dis = Disentangler(ModelAdapter(model).d_model)
 
-    t0 = time.time()
-    dis, hist = train_disentangler(model, tok, layer, samples, kcfg)
-    if ctx is not None:
-        ctx.log(
-            f"KRD layer {layer}: {len(samples)} samples, {kcfg.steps} steps, {time.time() - t0:.0f} s; "
-            f"last losses {hist[-1]}"
-        )
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    torch.save(dis.state_dict(), tmp)
-    tmp.replace(path)
+    def build() -> dict:
+        from iclr26.editing.dike.disentangler import train_disentangler
+
+        t0 = time.time()
+        trained, hist = train_disentangler(model, tok, layer, samples, kcfg)
+        if ctx is not None:
+            ctx.log(
+                f"KRD layer {layer}: {len(samples)} samples, {kcfg.steps} steps, {time.time() - t0:.0f} s; "
+                f"last losses {hist[-1]}"
+            )
+        return trained.state_dict()
+
+    # digest-verified, built once under a file lock (a damaged or half-written file is moved aside and rebuilt)
+    log = ctx.log if ctx is not None else None
+    dis.load_state_dict(cached_tensors(path, f"the DiKE disentangler {path.name}", build, log=log))
+    dis.eval().requires_grad_(False)
     return dis
 
 

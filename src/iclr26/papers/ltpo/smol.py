@@ -22,7 +22,7 @@ import torch
 
 from iclr26.latent.ltpo.world import chat_questions, check_answer
 
-from ...core.locks import file_lock
+from ...core.cache import cached_json
 from ...core.paths import trained_cache_dir
 from ...latent.ltpo import LTPO, LatentScorer, LTPOConfig, chat_problem, gold_oracle, random_search
 from ...latent.ltpo.problem import THOUGHT_NOTE
@@ -127,9 +127,8 @@ def _tuned(model, tok, cfg: Cfg, r0: float, log, name: str) -> dict:
                       cfg.smol_sigma_grid, cfg.smol_step_grid, cfg.smol_new_tokens, cfg.min_moved, ANSWER_PREFIX,
                       PLACEHOLDER, NOTE, 2])  # fmt: skip
     path = trained_cache_dir() / "ltpo_smol_tuning" / f"{hashlib.sha1(key.encode()).hexdigest()[:12]}.json"
-    with file_lock(path.with_suffix(".lock"), "LTPO's SmolLM2 tuning"):
-        if path.exists():
-            return json.loads(path.read_text())
+
+    def compute() -> dict:
         val = chat_questions(cfg.smol_val, seed=999)
         base = evaluate(model, tok, val, "cotunk", {}, cfg, 999, r0)["text"]["cotunk"]
 
@@ -145,9 +144,9 @@ def _tuned(model, tok, cfg: Cfg, r0: float, log, name: str) -> dict:
             "ltpo": tune(score("ltpo"), {"sigma": cfg.smol_sigma_grid, "step": cfg.smol_step_grid}, 1, log)[0],
             "rs": tune(score("rs"), {"sigma": cfg.smol_sigma_grid}, 1, log)[0],
         }
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(out))
         return out
+
+    return cached_json(path, "LTPO's SmolLM2 tuning", compute)  # digest-verified, built once under a lock
 
 
 def speed_problems(tok, questions, k: int, length: int) -> list:

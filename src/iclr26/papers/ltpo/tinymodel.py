@@ -18,7 +18,6 @@ from __future__ import annotations
 import hashlib
 import json
 import random
-import shutil
 import time
 
 import torch
@@ -27,7 +26,7 @@ from transformers import AutoModelForCausalLM, PreTrainedTokenizerFast
 
 from iclr26.latent.ltpo.world import ANS, THINK, ModArithWorld, ModProblem
 
-from ...core.locks import file_lock
+from ...core.cache import cached_folder
 from ...core.paths import trained_cache_dir
 from ...core.threads import torch_threads
 from ...latent.ltpo import LatentProblem
@@ -150,23 +149,19 @@ def load_reasoner(world: ModArithWorld, k: int, seed: int = 0, recipe: dict | No
     recipe = {**RECIPE, **(recipe or {})}
     spec = json.dumps([recipe, world.p, world.max_train_ops, world.holdout, k, seed], sort_keys=True)
     out = trained_cache_dir() / "zoo" / f"ltpo-modarith-s{seed}-{hashlib.sha1(spec.encode()).hexdigest()[:8]}"
-    if not (out / "train.json").exists():
-        with file_lock(out.with_name(out.name + ".lock"), "the LTPO tiny reasoner"):
-            if not (out / "train.json").exists():
-                t0 = time.time()
-                with torch.enable_grad(), torch_threads():
-                    model, tok, info = _train(world, k, seed, recipe, progress)
-                info["train_s"] = time.time() - t0
-                tmp = out.with_name(out.name + ".tmp")
-                shutil.rmtree(tmp, ignore_errors=True)
-                model.save_pretrained(tmp)
-                tok.save_pretrained(tmp / "tokenizer")
-                (tmp / "train.json").write_text(json.dumps(info))
-                shutil.rmtree(out, ignore_errors=True)
-                tmp.rename(out)
+    def build(tmp):  # digest-verified folder: a damaged or half-built reasoner is moved aside and rebuilt
+        t0 = time.time()
+        with torch.enable_grad(), torch_threads():
+            model, tok, info = _train(world, k, seed, recipe, progress)
+        info["train_s"] = time.time() - t0
+        model.save_pretrained(tmp)
+        tok.save_pretrained(tmp / "tokenizer")
+        return info
+
+    info = cached_folder(out, "the LTPO tiny reasoner", build, record="train.json")
     from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()
     model = AutoModelForCausalLM.from_pretrained(out, dtype=torch.float32).eval()
     tok = PreTrainedTokenizerFast.from_pretrained(out / "tokenizer")
-    return model, tok, json.loads((out / "train.json").read_text())
+    return model, tok, info

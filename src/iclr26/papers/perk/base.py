@@ -17,7 +17,7 @@ import random
 import numpy as np
 import torch
 
-from iclr26.core.locks import file_lock
+from iclr26.core.cache import cached_folder
 from iclr26.core.paths import trained_cache_dir
 from iclr26.latent.perk import Example, icr_prompts, qa_batch
 from iclr26.latent.perk.world import TASKS, KVWorld
@@ -148,47 +148,47 @@ def load_base(cfg: Cfg, ctx=None):
         spec.update(lm_only=True, v=6)
     key = hashlib.sha1(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:8]
     out = trained_cache_dir() / "zoo" / f"perk-base-{key}"
-    if not (out / "done").exists():
-        with file_lock(out.with_name(out.name + ".lock"), "the PERK base model"):
-            if not (out / "done").exists():
-                tok = build_word_tokenizer(w.vocabulary_texts())
-                torch.manual_seed(0)
-                mcfg = tiny_config(cfg.arch, vocab_size=len(tok), d_model=cfg.d_model, n_layers=cfg.n_layers,
-                                   n_heads=cfg.n_heads, max_len=max_len)  # fmt: skip
-                model = AutoModelForCausalLM.from_config(mcfg, dtype=torch.float32)
-                if cfg.base_prev_head:
-                    previous_token_head(model)
-                rng, vrng = random.Random(12345), random.Random(54321)
-                val_lens = sorted({2, cfg.train_segs, _base_max_segs(cfg)})
-                val = [w.sample(t, L, vrng) for t in TASKS for L in val_lens for _ in range(4)]
-                opt = torch.optim.AdamW(model.parameters(), lr=cfg.base_lr, weight_decay=0.01, betas=(0.9, 0.98))
 
-                lm_val = [_lm_batch(w, tok, cfg, vrng) for _ in range(4)]
-                batch = _lm_batch if cfg.base_lm_only else _instruct_batch
+    def build(tmp):  # digest-verified folder: a damaged or half-built base is moved aside and rebuilt
+        tok = build_word_tokenizer(w.vocabulary_texts())
+        torch.manual_seed(0)
+        mcfg = tiny_config(cfg.arch, vocab_size=len(tok), d_model=cfg.d_model, n_layers=cfg.n_layers,
+                           n_heads=cfg.n_heads, max_len=max_len)  # fmt: skip
+        model = AutoModelForCausalLM.from_config(mcfg, dtype=torch.float32)
+        if cfg.base_prev_head:
+            previous_token_head(model)
+        rng, vrng = random.Random(12345), random.Random(54321)
+        val_lens = sorted({2, cfg.train_segs, _base_max_segs(cfg)})
+        val = [w.sample(t, L, vrng) for t in TASKS for L in val_lens for _ in range(4)]
+        opt = torch.optim.AdamW(model.parameters(), lr=cfg.base_lr, weight_decay=0.01, betas=(0.9, 0.98))
 
-                def validate():  # LM-only: minus the held-out LM loss; instruction phase: reading accuracy
-                    model.eval()
-                    with torch.no_grad():
-                        score = (-float(np.mean([_weighted_lm_loss(model, b).item() for b in lm_val]))
-                                 if cfg.base_lm_only else icr_acc(model, tok, val))  # fmt: skip
-                    model.train()
-                    return score
+        lm_val = [_lm_batch(w, tok, cfg, vrng) for _ in range(4)]
+        batch = _lm_batch if cfg.base_lm_only else _instruct_batch
 
-                model.train()
-                hist = fit(list(model.parameters()), opt, lambda b: _weighted_lm_loss(model, b),
-                           lambda step: [batch(w, tok, cfg, rng)], cfg.base_steps, 0.02, 1.0, validate,
-                           cfg.base_eval_every, cfg.base_patience, progress=not getattr(ctx, "quiet", True),
-                           desc="PERK base LM")  # fmt: skip
-                model.eval()
-                out.mkdir(parents=True, exist_ok=True)
-                model.save_pretrained(out)
-                tok.save_pretrained(out / "tokenizer")
-                info = dict(best_step=hist["best_step"], steps_run=len(hist["loss"]), val=hist["val"],
-                            final_loss=float(np.mean(hist["loss"][-50:])), seconds=hist["seconds"], **spec)  # fmt: skip
-                (out / "done").write_text(json.dumps(info))
+        def validate():  # LM-only: minus the held-out LM loss; instruction phase: reading accuracy
+            model.eval()
+            with torch.no_grad():
+                score = (-float(np.mean([_weighted_lm_loss(model, b).item() for b in lm_val]))
+                         if cfg.base_lm_only else icr_acc(model, tok, val))  # fmt: skip
+            model.train()
+            return score
+
+        model.train()
+        hist = fit(list(model.parameters()), opt, lambda b: _weighted_lm_loss(model, b),
+                   lambda step: [batch(w, tok, cfg, rng)], cfg.base_steps, 0.02, 1.0, validate,
+                   cfg.base_eval_every, cfg.base_patience, progress=not getattr(ctx, "quiet", True),
+                   desc="PERK base LM")  # fmt: skip
+        model.eval()
+        model.save_pretrained(tmp)
+        tok.save_pretrained(tmp / "tokenizer")
+        info = dict(best_step=hist["best_step"], steps_run=len(hist["loss"]), val=hist["val"],
+                    final_loss=float(np.mean(hist["loss"][-50:])), seconds=hist["seconds"], **spec)  # fmt: skip
+        return info
+
+    info = cached_folder(out, "the PERK base model", build, record="done")
     tok = PreTrainedTokenizerFast.from_pretrained(out / "tokenizer")
     model = AutoModelForCausalLM.from_pretrained(out, dtype=torch.float32).eval()
-    return model, tok, {**json.loads((out / "done").read_text()), "key": out.name}
+    return model, tok, {**info, "key": out.name}
 
 
 def to_example(c) -> Example:

@@ -15,7 +15,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerCallback
 from transformers.utils import logging as hf_logging
 from trl import GRPOConfig, GRPOTrainer
 
-from iclr26.core.locks import file_lock
+from iclr26.core.cache import cached_folder
 from iclr26.core.paths import trained_cache_dir
 from iclr26.core.threads import run_threads
 from iclr26.lm.tiny import tiny_model
@@ -96,11 +96,14 @@ def _sft(cfg: Cfg, seed: int, world: ArithmeticWorld, ctx):
     key = json.dumps([SFT_VERSION, seed, cfg.d_model, cfg.n_layers, cfg.sft_steps, cfg.sft_examples, cfg.noise,
                       cfg.pad_prob, cfg.n_test])  # fmt: skip
     d = trained_cache_dir() / "remix-sft" / hashlib.sha1(key.encode()).hexdigest()[:12]
-    with file_lock(d.with_suffix(".lock"), "the ReMix SFT policy", quiet=ctx.quiet):
-        if not (d / "config.json").exists():
-            model, tok = _train_sft(cfg, seed, world, ctx)
-            model.save_pretrained(d)
-            tok.save_pretrained(d)
+
+    def build(tmp):  # digest-verified folder: a damaged or half-built policy is moved aside and rebuilt
+        model, tok = _train_sft(cfg, seed, world, ctx)
+        model.save_pretrained(tmp)
+        tok.save_pretrained(tmp)
+        return {"seed": seed, "steps": cfg.sft_steps}
+
+    cached_folder(d, "the ReMix SFT policy", build, record="sft.json", log=ctx.log, quiet=ctx.quiet)
     tok = AutoTokenizer.from_pretrained(d)
     tok.padding_side = "left"
     return AutoModelForCausalLM.from_pretrained(d, dtype=torch.float32).eval(), tok
