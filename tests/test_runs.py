@@ -155,6 +155,13 @@ def test_interrupted_run_resumes_and_its_log_was_written_as_it_went(fake_paper, 
     assert fake_paper.calls == [0, 1, 2]  # seeds 0 and 1 were not run again
     assert sorted(res.per_seed) == [0, 1, 2]
     assert not list(res.run_dir.rglob("*.tmp"))
+    assert res.info["resumed_seeds"] == [0, 1]  # their time is not in this invocation's wall time: said so
+    from iclr26.core.docs import claims_table
+    from iclr26.core.results import build_record
+
+    rec = build_record(res.run_dir)
+    assert rec["resumed_seeds"] == [0, 1]
+    assert "leaves out seed(s) 0, 1" in claims_table("fake-paper", rec, rec["version"])
 
 
 def test_a_corrupt_seed_file_names_the_file_and_the_fix(fake_paper, tmp_path):

@@ -93,6 +93,9 @@ def claims_table(slug: str, rec: dict | None, version: int) -> str:
              f"{rec['threads']} thread(s) per seed, {rec['jobs']} seed(s) at once, on {rec['machine']}; commit "
              f"`{rec['commit']}`, wall time {minutes(rec['seconds'])}, peak memory {_f(rec['peak_rss_mb'])} MB. "
              f"Verdicts: {counts_text(rec['counts'])}.")  # fmt: skip
+    if rec.get("resumed_seeds"):
+        stamp += (f" The wall time leaves out seed(s) {', '.join(map(str, rec['resumed_seeds']))}, measured by an "
+                  "earlier invocation that was interrupted (the CPU time counts every seed).")  # fmt: skip
     if rec["version"] != version:
         stamp += f" **Outdated: the card is at VERSION {version}; rerun and record.**"
     elif why := _outdated(rec):  # same VERSION, but the code it measured has changed since

@@ -243,7 +243,7 @@ def _run_locked(card, mod, cfg, scale, seeds, model, run_dir, version, force, qu
     atomic_write_json(run_dir / "env.json", env)
     append_log(run_dir, f"--- {time.strftime('%Y-%m-%d %H:%M:%S')} run {card.slug} {scale} seeds {list(seeds)}")
     per_seed: dict[int, dict[str, float]] = {}
-    todo = []
+    todo, resumed = [], []
     for seed in seeds:
         seed_file = run_dir / "seeds" / f"seed-{seed}.json"
         if seed_file.exists() and not force:
@@ -251,6 +251,7 @@ def _run_locked(card, mod, cfg, scale, seeds, model, run_dir, version, force, qu
             if prev.get("env", {}).get("code") == code:
                 per_seed[seed] = prev["metrics"]
                 append_log(run_dir, f"[{card.slug} seed {seed}] resumed from {seed_file}")
+                resumed.append(seed)
                 continue
             stale = seed_file.with_name(f"seed-{seed}.code-{prev.get('env', {}).get('code', 'unknown')}.json")
             os.replace(seed_file, stale)  # kept, never mixed in
@@ -301,7 +302,8 @@ def _run_locked(card, mod, cfg, scale, seeds, model, run_dir, version, force, qu
         "seeds": list(seeds),
         "rule": RULE,
         "claims": claims,
-        "seconds": seconds,
+        "seconds": seconds,  # this invocation's wall time: seeds resumed from an earlier one are not in it
+        "resumed_seeds": resumed,
         "peak_rss_mb": _peak_of(run_dir, seeds),  # the largest process: this one or a seed's worker
         "cpu_seconds": _cpu_of(run_dir, seeds) + _overhead(time.process_time() - cpu0, run_dir, todo, in_process),
         "jobs": jobs,  # seeds computed at once (worker processes); 1: one after another
